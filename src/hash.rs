@@ -1,0 +1,88 @@
+//! SHA-256 helpers: digests as fixed arrays, hex rendering, and the one
+//! canonical-JSON hashing rule (keys sorted at every depth) every hash uses.
+
+use sha2::{Digest, Sha256};
+
+/// A SHA-256 digest. Kept as bytes on the hot path; rendered as lowercase hex
+/// only where a human or a dump sees it.
+pub type Sha = [u8; 32];
+
+pub fn sha256(bytes: &[u8]) -> Sha {
+    let mut hasher = Sha256::new();
+    hasher.update(bytes);
+    hasher.finalize().into()
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Lowercase hex of any byte string.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    push_hex(&mut out, bytes);
+    out
+}
+
+/// Appends lowercase hex to `out` without allocating a temporary.
+pub fn push_hex(out: &mut String, bytes: &[u8]) {
+    for byte in bytes {
+        out.push(HEX[(byte >> 4) as usize] as char);
+        out.push(HEX[(byte & 0xf) as usize] as char);
+    }
+}
+
+/// Parses 64 lowercase or uppercase hex digits.
+pub fn parse_sha_hex(text: &str) -> Option<Sha> {
+    let bytes = text.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (index, pair) in bytes.chunks_exact(2).enumerate() {
+        let high = (pair[0] as char).to_digit(16)?;
+        let low = (pair[1] as char).to_digit(16)?;
+        out[index] = (high * 16 + low) as u8;
+    }
+    Some(out)
+}
+
+/// Canonical JSON: object keys sorted (byte order) at every depth, no
+/// whitespace. serde_json's `Value` map is a `BTreeMap` (the
+/// `preserve_order` feature is off), so its compact rendering is already
+/// canonical; this function exists so every caller states the rule once.
+pub fn canonical_json(value: &serde_json::Value) -> String {
+    serde_json::to_string(value).expect("a serde_json::Value always serializes")
+}
+
+/// SHA-256 of the canonical JSON of `value`.
+pub fn canonical_sha256(value: &serde_json::Value) -> Sha {
+    sha256(canonical_json(value).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_of_empty_input_is_the_known_digest() {
+        assert_eq!(
+            hex(&sha256(b"")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let digest = sha256(b"sim");
+        assert_eq!(parse_sha_hex(&hex(&digest)), Some(digest));
+        assert_eq!(parse_sha_hex("zz"), None);
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth() {
+        let value = serde_json::json!({"b": 1, "a": {"d": [ {"z": 1, "y": 2} ], "c": null}});
+        assert_eq!(
+            canonical_json(&value),
+            r#"{"a":{"c":null,"d":[{"y":2,"z":1}]},"b":1}"#
+        );
+    }
+}

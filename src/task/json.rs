@@ -1,0 +1,1 @@
+//! JSON shapes of lesson 003 (states, events, results) and the canonical event hash.

@@ -1,0 +1,1 @@
+//! Replay: folding an event history with the same transition function.

@@ -1,0 +1,3 @@
+//! The one integration-test binary; a module per area.
+
+mod transition;

@@ -1,0 +1,1 @@
+//! Tests of the pure state machine and the `sim transition` tool.
