@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::EXIT_INPUT;
+use crate::error::{EXIT_INPUT, EXIT_OK};
+use crate::mutants::{MUTANTS, Mutant};
 use crate::task::Policy;
 
 #[derive(Parser, Debug)]
@@ -27,6 +28,41 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Run one scenario: print its story and summary, judge its expectations
+    Run {
+        /// Scenario file (TOML)
+        file: PathBuf,
+        /// Override the scenario's seed
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Switch off one protocol guard (see `sim mutants`)
+        #[arg(long, value_parser = parse_mutant)]
+        mutant: Option<Mutant>,
+        /// Write the final dump as canonical JSON to FILE (`-`: stdout, which then holds only the JSON)
+        #[arg(long, value_name = "FILE")]
+        dump: Option<PathBuf>,
+        /// Write every trace record as JSON lines to FILE
+        #[arg(long, value_name = "FILE")]
+        trace: Option<PathBuf>,
+        /// Leave the step-by-step story out; print only the summary
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Check a scenario file without running it
+    Validate {
+        /// Scenario file (TOML)
+        file: PathBuf,
+    },
+    /// Print every configuration knob
+    Config {
+        /// Print each knob with its default, as a `[config]` table
+        #[arg(long)]
+        defaults: bool,
+    },
+    /// List the invariants: stable id and statement
+    Invariants,
+    /// List the protocol mutants: name, guard removed, lesson section, expected invariant
+    Mutants,
     /// Apply lesson 003's transition to JSON lines of {"state","event","policy"?}
     Transition {
         /// JSON-lines input; standard input when absent
@@ -40,6 +76,10 @@ pub enum Command {
         #[arg(long, default_value = "completion-wins", value_parser = parse_policy)]
         policy: Policy,
     },
+}
+
+fn parse_mutant(text: &str) -> Result<Mutant, String> {
+    Mutant::parse(text).ok_or_else(|| "unknown mutant; `sim mutants` lists them".to_string())
 }
 
 fn parse_policy(text: &str) -> Result<Policy, String> {
@@ -60,6 +100,60 @@ pub fn main() -> ExitCode {
 
 fn dispatch(command: Command) -> u8 {
     match command {
+        Command::Run {
+            file,
+            seed,
+            mutant,
+            dump,
+            trace,
+            quiet,
+        } => crate::run::run_command(
+            &file,
+            &crate::run::RunOptions {
+                seed,
+                mutant,
+                dump,
+                trace,
+                quiet,
+            },
+        ),
+        Command::Validate { file } => match crate::scenario::parse::load(&file) {
+            Ok(scenario) => {
+                println!(
+                    "{}: ok ({} requests, {} faults{})",
+                    file.display(),
+                    scenario.requests.len(),
+                    scenario.faults.len(),
+                    scenario
+                        .mutant
+                        .map_or(String::new(), |m| format!(", mutant {}", m.name()))
+                );
+                EXIT_OK
+            }
+            Err(error) => {
+                eprintln!("{error}");
+                EXIT_INPUT
+            }
+        },
+        Command::Config { defaults: _ } => {
+            print!("{}", crate::config::Config::defaults_toml());
+            EXIT_OK
+        }
+        Command::Invariants => {
+            for invariant in crate::invariants::INVARIANTS {
+                println!("{:<34} {}", invariant.id, invariant.statement);
+            }
+            EXIT_OK
+        }
+        Command::Mutants => {
+            for info in MUTANTS {
+                println!(
+                    "{:<30} {:<14} {:<34} {}",
+                    info.name, info.lesson, info.expected, info.guard
+                );
+            }
+            EXIT_OK
+        }
         Command::Transition { file } => crate::transition_cli::run_transition(file.as_deref()),
         Command::ReplayEvents { file, policy } => {
             crate::transition_cli::run_replay_events(&file, policy)

@@ -2,7 +2,20 @@
 //! reliable asynchronous task pipeline. See README.md for the codemap.
 
 pub mod cli;
+pub mod config;
+pub mod dump;
 pub mod error;
+pub mod faults;
+pub mod fuzz;
 pub mod hash;
+pub mod invariants;
+pub mod mutants;
+pub mod prng;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod simulate;
 pub mod task;
+pub mod trace;
 pub mod transition_cli;
+pub mod world;

@@ -1,0 +1,412 @@
+//! The fault catalogue (sites and kinds of DESIGN §5), scripted fault plans
+//! from scenarios, swarm-drawn random rates for fuzz, and the injector that
+//! counts site occurrences and decides, at each site, whether a fault fires.
+
+use crate::prng::{PPM, Prng};
+use crate::world::ids::ActorId;
+use crate::world::step::Action;
+
+/// Where a fault can happen. Names are the vocabulary of every report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Site {
+    ApiResponse,
+    DbCommit,
+    PublisherConfirm,
+    BrokerDeliver,
+    WorkerAck,
+    StorePut,
+    StoreRead,
+    StoreHide,
+    CacheDelete,
+    CacheEvict,
+    SnapshotWrite,
+    Crash,
+}
+
+/// What goes wrong at a site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FaultKind {
+    Lost,
+    CrashBeforeCommit,
+    CrashAfterCommit,
+    ConfirmLost,
+    CrashAfterConfirm,
+    Duplicate,
+    Delay,
+    Tamper,
+    AckLost,
+    TimeoutAfterCommit,
+    TimeoutBeforeCommit,
+    Corrupt,
+    CorruptMetadata,
+    Timeout,
+    Fail,
+    Evict,
+    CorruptRehashed,
+    Crash,
+}
+
+impl Site {
+    pub const ALL: [Site; 12] = [
+        Site::ApiResponse,
+        Site::DbCommit,
+        Site::PublisherConfirm,
+        Site::BrokerDeliver,
+        Site::WorkerAck,
+        Site::StorePut,
+        Site::StoreRead,
+        Site::StoreHide,
+        Site::CacheDelete,
+        Site::CacheEvict,
+        Site::SnapshotWrite,
+        Site::Crash,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Site::ApiResponse => "api.response",
+            Site::DbCommit => "db.commit",
+            Site::PublisherConfirm => "publisher.confirm",
+            Site::BrokerDeliver => "broker.deliver",
+            Site::WorkerAck => "worker.ack",
+            Site::StorePut => "store.put",
+            Site::StoreRead => "store.read",
+            Site::StoreHide => "store.hide",
+            Site::CacheDelete => "cache.delete",
+            Site::CacheEvict => "cache.evict",
+            Site::SnapshotWrite => "snapshot.write",
+            Site::Crash => "crash",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Site> {
+        Site::ALL.into_iter().find(|site| site.as_str() == text)
+    }
+
+    /// The kinds that can happen at this site, in catalogue order.
+    pub fn kinds(self) -> &'static [FaultKind] {
+        use FaultKind::*;
+        match self {
+            Site::ApiResponse => &[Lost],
+            Site::DbCommit => &[CrashBeforeCommit, CrashAfterCommit],
+            Site::PublisherConfirm => &[ConfirmLost, CrashAfterConfirm],
+            Site::BrokerDeliver => &[Duplicate, Delay, Tamper],
+            Site::WorkerAck => &[AckLost],
+            Site::StorePut => &[
+                TimeoutAfterCommit,
+                TimeoutBeforeCommit,
+                Corrupt,
+                CorruptMetadata,
+            ],
+            Site::StoreRead => &[Timeout],
+            Site::StoreHide => &[TimeoutAfterCommit, TimeoutBeforeCommit],
+            Site::CacheDelete => &[Fail],
+            Site::CacheEvict => &[Evict],
+            Site::SnapshotWrite => &[Corrupt, CorruptRehashed],
+            Site::Crash => &[Crash],
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl FaultKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Lost => "lost",
+            FaultKind::CrashBeforeCommit => "crash-before-commit",
+            FaultKind::CrashAfterCommit => "crash-after-commit",
+            FaultKind::ConfirmLost => "confirm-lost",
+            FaultKind::CrashAfterConfirm => "crash-after-confirm",
+            FaultKind::Duplicate => "duplicate",
+            FaultKind::Delay => "delay",
+            FaultKind::Tamper => "tamper",
+            FaultKind::AckLost => "ack-lost",
+            FaultKind::TimeoutAfterCommit => "timeout-after-commit",
+            FaultKind::TimeoutBeforeCommit => "timeout-before-commit",
+            FaultKind::Corrupt => "corrupt",
+            FaultKind::CorruptMetadata => "corrupt-metadata",
+            FaultKind::Timeout => "timeout",
+            FaultKind::Fail => "fail",
+            FaultKind::Evict => "evict",
+            FaultKind::CorruptRehashed => "corrupt-rehashed",
+            FaultKind::Crash => "crash",
+        }
+    }
+}
+
+/// Every (site, kind) pair of the catalogue, in order: the rows of the
+/// fault tables in summaries and the swarm's menu.
+pub fn catalogue() -> Vec<(Site, FaultKind)> {
+    Site::ALL
+        .into_iter()
+        .flat_map(|site| site.kinds().iter().map(move |kind| (site, *kind)))
+        .collect()
+}
+
+/// Where a scripted fault fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// The nth (1-based) occurrence of the site, counted per actor when the
+    /// fault names one. For `crash`, the nth step of that actor.
+    Nth(u64),
+    /// The first occurrence of the site at or after this global step. For
+    /// `crash`, right after this global step.
+    Step(u64),
+    /// The first occurrence of the site after the nth time the named step
+    /// ran (by the fault's actor, when it names one). For `crash`, right
+    /// after that step.
+    After { action: Action, nth: u64 },
+}
+
+/// One fault of a scenario's `[[faults]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptedFault {
+    pub site: Site,
+    pub kind: FaultKind,
+    pub placement: Placement,
+    pub actor: Option<ActorId>,
+}
+
+/// Random rates per (site, kind), in parts per million of occurrences.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultRates {
+    /// Indexed like `catalogue()`.
+    pub ppm: Vec<u32>,
+}
+
+impl FaultRates {
+    pub fn none() -> FaultRates {
+        FaultRates {
+            ppm: vec![0; catalogue().len()],
+        }
+    }
+
+    pub fn rate(&self, site: Site, kind: FaultKind) -> u32 {
+        catalogue()
+            .iter()
+            .position(|entry| *entry == (site, kind))
+            .map_or(0, |index| self.ppm[index])
+    }
+}
+
+/// A fault that fired: what, where, and at which step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injected {
+    pub step: u64,
+    pub site: Site,
+    pub kind: FaultKind,
+    pub actor: ActorId,
+}
+
+/// Decides at each site occurrence whether a fault fires, from scripted
+/// placements and random rates; counts occurrences and injections.
+#[derive(Clone, Debug)]
+pub struct Injector {
+    scripted: Vec<ScriptedFault>,
+    /// Per scripted fault: fired already, and for `After`, whether its
+    /// trigger step has run (armed).
+    fired: Vec<bool>,
+    armed: Vec<bool>,
+    /// Per (site, kind) in catalogue order: rate in ppm, flattened per site.
+    rates: [[u32; 4]; 12],
+    any_random: bool,
+    rng: Prng,
+    /// Occurrences of each site, globally.
+    site_count: [u64; 12],
+    /// Occurrences of each (site, actor).
+    site_actor_count: std::collections::BTreeMap<(Site, ActorId), u64>,
+    /// Steps run by each (action, actor) and by each action.
+    action_count: std::collections::BTreeMap<(Action, Option<ActorId>), u64>,
+    /// Faults switched off: the drain phase.
+    pub enabled: bool,
+    pub injected: Vec<Injected>,
+}
+
+impl Injector {
+    pub fn new(scripted: Vec<ScriptedFault>, rates: &FaultRates, seed: u64) -> Injector {
+        let mut table = [[0u32; 4]; 12];
+        for ((site, kind), ppm) in catalogue().into_iter().zip(rates.ppm.iter()) {
+            let slot = site
+                .kinds()
+                .iter()
+                .position(|k| *k == kind)
+                .expect("kind of its site");
+            table[site.index()][slot] = (*ppm).min(PPM);
+        }
+        let count = scripted.len();
+        Injector {
+            scripted,
+            fired: vec![false; count],
+            armed: vec![false; count],
+            any_random: table.iter().flatten().any(|ppm| *ppm > 0),
+            rates: table,
+            rng: Prng::new(seed, crate::prng::Stream::Faults),
+            site_count: [0; 12],
+            site_actor_count: Default::default(),
+            action_count: Default::default(),
+            enabled: true,
+            injected: Vec::new(),
+        }
+    }
+
+    /// Called once per occurrence of a (non-crash) site. Returns the fault
+    /// that fires there, if any.
+    pub fn at(&mut self, site: Site, actor: ActorId, step: u64) -> Option<FaultKind> {
+        self.site_count[site.index()] += 1;
+        let nth_global = self.site_count[site.index()];
+        let per_actor = self.site_actor_count.entry((site, actor)).or_insert(0);
+        *per_actor += 1;
+        let nth_actor = *per_actor;
+        if !self.enabled {
+            return None;
+        }
+        let mut chosen = None;
+        for index in 0..self.scripted.len() {
+            if self.fired[index] {
+                continue;
+            }
+            let fault = &self.scripted[index];
+            if fault.site != site || fault.actor.is_some_and(|a| a != actor) {
+                continue;
+            }
+            let due = match fault.placement {
+                Placement::Nth(n) => {
+                    let seen = if fault.actor.is_some() {
+                        nth_actor
+                    } else {
+                        nth_global
+                    };
+                    seen == n
+                }
+                Placement::Step(s) => step >= s,
+                Placement::After { .. } => self.armed[index],
+            };
+            if due {
+                self.fired[index] = true;
+                chosen = Some(fault.kind);
+                break;
+            }
+        }
+        if chosen.is_none() && self.any_random {
+            for (slot, kind) in site.kinds().iter().enumerate() {
+                let ppm = self.rates[site.index()][slot];
+                if ppm > 0 && self.rng.chance(ppm) {
+                    chosen = Some(*kind);
+                    break;
+                }
+            }
+        }
+        if let Some(kind) = chosen {
+            self.injected.push(Injected {
+                step,
+                site,
+                kind,
+                actor,
+            });
+        }
+        chosen
+    }
+
+    /// Called after every step with the action that ran and its actor.
+    /// Arms `After` placements and returns the actors a scripted or random
+    /// crash takes down now.
+    pub fn after_step(&mut self, action: Action, actor: ActorId, step: u64) -> Option<ActorId> {
+        let by_actor = self.action_count.entry((action, Some(actor))).or_insert(0);
+        *by_actor += 1;
+        let nth_actor = *by_actor;
+        let all = self.action_count.entry((action, None)).or_insert(0);
+        *all += 1;
+        let nth_all = *all;
+        let crash_steps = self
+            .site_actor_count
+            .entry((Site::Crash, actor))
+            .or_insert(0);
+        *crash_steps += 1;
+        let actor_steps = *crash_steps;
+        if !self.enabled {
+            return None;
+        }
+        let mut crash = None;
+        for index in 0..self.scripted.len() {
+            if self.fired[index] {
+                continue;
+            }
+            let fault = &self.scripted[index];
+            if let Placement::After {
+                action: trigger,
+                nth,
+            } = fault.placement
+            {
+                let counted = match fault.actor {
+                    Some(named) if named == actor => Some(nth_actor),
+                    Some(_) => None,
+                    None => Some(nth_all),
+                };
+                if trigger == action && counted == Some(nth) {
+                    if fault.site == Site::Crash {
+                        self.fired[index] = true;
+                        crash = Some(fault.actor.unwrap_or(actor));
+                        break;
+                    }
+                    self.armed[index] = true;
+                }
+            }
+            if fault.site != Site::Crash || crash.is_some() {
+                continue;
+            }
+            let due = match fault.placement {
+                Placement::Nth(n) => fault.actor == Some(actor) && actor_steps == n,
+                Placement::Step(s) => step >= s,
+                Placement::After { .. } => false,
+            };
+            if due {
+                self.fired[index] = true;
+                crash = fault.actor.or(Some(actor));
+                break;
+            }
+        }
+        if crash.is_none() && self.any_random && actor.kind.can_crash() {
+            let ppm = self.rates[Site::Crash.index()][0];
+            if ppm > 0 && self.rng.chance(ppm) {
+                crash = Some(actor);
+            }
+        }
+        if let Some(victim) = crash {
+            self.injected.push(Injected {
+                step,
+                site: Site::Crash,
+                kind: FaultKind::Crash,
+                actor: victim,
+            });
+        }
+        crash
+    }
+
+    /// A fault's parameter (a delay, say), drawn from the faults stream so
+    /// it never shifts the workload or the delays.
+    pub fn parameter(&mut self, low: u64, high: u64) -> u64 {
+        self.rng.range(low, high.max(low))
+    }
+
+    /// How often each site was reached, for coverage.
+    pub fn site_occurrences(&self) -> Vec<(Site, u64)> {
+        Site::ALL
+            .into_iter()
+            .map(|site| (site, self.site_count[site.index()]))
+            .collect()
+    }
+
+    /// Scripted faults that never fired: a scenario whose fault missed its
+    /// mark deserves a warning.
+    pub fn unfired(&self) -> Vec<&ScriptedFault> {
+        self.scripted
+            .iter()
+            .zip(self.fired.iter())
+            .filter(|(_, fired)| !**fired)
+            .map(|(fault, _)| fault)
+            .collect()
+    }
+}

@@ -1,0 +1,6 @@
+//! Fuzzing: the random workload, swarm-drawn faults and world shapes,
+//! campaigns over many seeds, reproducers.
+
+pub mod workload;
+
+pub use workload::{Generator, WorkloadMix};

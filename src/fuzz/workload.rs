@@ -1,0 +1,215 @@
+//! The fuzz workload: a random stream of client requests and operator
+//! actions — new creates, retries with the same key, the same create to two
+//! APIs at once, key reuse with another input, cancels at any moment,
+//! status reads, poison inputs, dead-letter replays — drawn from the
+//! workload stream so faults never shift it.
+
+use serde_json::json;
+
+use crate::prng::{Prng, Stream};
+use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
+use crate::world::broker::DeadLetter;
+use crate::world::db::Payload;
+use crate::world::ids::DeadLetterId;
+
+/// The workload's shape for one seed (drawn by the swarm).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadMix {
+    /// Longest gap between two requests, in virtual ms.
+    pub gap_ms_max: u64,
+    /// Weights, in parts of their sum.
+    pub create: u32,
+    pub duplicate_create: u32,
+    pub retry_same_key: u32,
+    pub reuse_key: u32,
+    pub cancel: u32,
+    pub read_status: u32,
+    pub poison: u32,
+    pub replay: u32,
+    pub bump: u32,
+}
+
+impl Default for WorkloadMix {
+    fn default() -> WorkloadMix {
+        WorkloadMix {
+            gap_ms_max: 4,
+            create: 50,
+            duplicate_create: 5,
+            retry_same_key: 5,
+            reuse_key: 3,
+            cancel: 8,
+            read_status: 12,
+            poison: 2,
+            replay: 2,
+            bump: 0,
+        }
+    }
+}
+
+/// The workload generator of one run.
+#[derive(Clone, Debug)]
+pub struct Generator {
+    rng: Prng,
+    pub mix: WorkloadMix,
+    clients: u16,
+    apis: u16,
+    /// Recent creates (key, input), for retries, reuse, cancels and reads.
+    recent: Vec<(String, serde_json::Value)>,
+    next_intent: u64,
+    pending: Option<Request>,
+    replayed: Vec<DeadLetterId>,
+    bumped: bool,
+}
+
+const RECENT_MAX: usize = 64;
+
+impl Generator {
+    pub fn new(seed: u64, mix: WorkloadMix, clients: u16, apis: u16) -> Generator {
+        Generator {
+            rng: Prng::new(seed, Stream::Workload),
+            mix,
+            clients,
+            apis,
+            recent: Vec::new(),
+            next_intent: 0,
+            pending: None,
+            replayed: Vec::new(),
+            bumped: false,
+        }
+    }
+
+    fn input(&mut self, poison: bool) -> serde_json::Value {
+        let doc = self.rng.below(1_000_000);
+        if poison {
+            json!({"doc": format!("doc-{doc}"), "format": "legacy-rtf", "title": "legacy"})
+        } else {
+            json!({"doc": format!("doc-{doc}"), "title": format!("title-{}", self.rng.below(100))})
+        }
+    }
+
+    fn request(&mut self, at_ms: u64, kind: RequestKind) -> Request {
+        let client = self.rng.below(u64::from(self.clients)) as u16;
+        let api = self.rng.below(u64::from(self.apis)) as u16;
+        Request {
+            at_ms,
+            kind,
+            client,
+            api: Some(api),
+        }
+    }
+
+    fn new_create(&mut self, at_ms: u64, poison: bool) -> Request {
+        self.next_intent += 1;
+        let key = format!("intent-{:06}", self.next_intent);
+        let input = self.input(poison);
+        if self.recent.len() == RECENT_MAX {
+            self.recent.remove(0);
+        }
+        self.recent.push((key.clone(), input.clone()));
+        self.request(at_ms, RequestKind::Create { key, input })
+    }
+
+    fn recent_key(&mut self) -> Option<(String, serde_json::Value)> {
+        if self.recent.is_empty() {
+            return None;
+        }
+        let index = self.rng.index(self.recent.len());
+        Some(self.recent[index].clone())
+    }
+
+    /// The next request at `now` and the gap before the one after it.
+    pub fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64) {
+        if let Some(request) = self.pending.take() {
+            return (request, self.rng.range(1, self.mix.gap_ms_max.max(1)));
+        }
+        let gap = self.rng.range(1, self.mix.gap_ms_max.max(1));
+        let m = &self.mix;
+        let weights = [
+            m.create,
+            m.duplicate_create,
+            m.retry_same_key,
+            m.reuse_key,
+            m.cancel,
+            m.read_status,
+            m.poison,
+            m.replay,
+            m.bump,
+        ];
+        let total: u64 = weights.iter().map(|w| u64::from(*w)).sum::<u64>().max(1);
+        let mut pick = self.rng.below(total);
+        let mut choice = 0;
+        for (index, weight) in weights.iter().enumerate() {
+            if pick < u64::from(*weight) {
+                choice = index;
+                break;
+            }
+            pick -= u64::from(*weight);
+        }
+        let request = match choice {
+            1 => {
+                // The same create to two APIs at once.
+                let request = self.new_create(now, false);
+                let mut twin = request.clone();
+                twin.api = Some((request.api.unwrap_or(0) + 1) % self.apis);
+                self.pending = Some(twin);
+                return (request, 0);
+            }
+            2 => match self.recent_key() {
+                Some((key, input)) => self.request(now, RequestKind::Create { key, input }),
+                None => self.new_create(now, false),
+            },
+            3 => match self.recent_key() {
+                Some((key, _)) => {
+                    let input = self.input(false);
+                    self.request(now, RequestKind::Create { key, input })
+                }
+                None => self.new_create(now, false),
+            },
+            4 => match self.recent_key() {
+                Some((key, _)) => self.request(
+                    now,
+                    RequestKind::Cancel {
+                        target: Target::Key(key),
+                    },
+                ),
+                None => self.new_create(now, false),
+            },
+            5 => match self.recent_key() {
+                Some((key, _)) => self.request(
+                    now,
+                    RequestKind::ReadStatus {
+                        target: Target::Key(key),
+                    },
+                ),
+                None => self.new_create(now, false),
+            },
+            6 => self.new_create(now, true),
+            7 => {
+                let poison = dead_letters.iter().find(|letter| {
+                    matches!(letter.payload, Payload::Work { .. })
+                        && letter.error_code == "UNSUPPORTED_FORMAT"
+                        && !self.replayed.contains(&letter.id)
+                });
+                match poison {
+                    Some(letter) if self.bumped => {
+                        self.replayed.push(letter.id);
+                        self.request(
+                            now,
+                            RequestKind::ReplayDeadLetter {
+                                dead_letter: DeadLetterRef::Id(letter.id),
+                            },
+                        )
+                    }
+                    Some(_) => {
+                        self.bumped = true;
+                        self.request(now, RequestKind::BumpHandlerVersion { version: 2 })
+                    }
+                    None => self.new_create(now, false),
+                }
+            }
+            8 => self.request(now, RequestKind::BumpHandlerVersion { version: 2 }),
+            _ => self.new_create(now, false),
+        };
+        (request, gap)
+    }
+}

@@ -1,0 +1,224 @@
+//! Human reports: the run summary, coverage figures, and the violation
+//! report with everything needed to understand and reproduce a failure.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::faults::{FaultKind, Site};
+use crate::hash::hex;
+use crate::invariants::Violation;
+use crate::simulate::Outcome;
+use crate::task::{EventType, RejectReason, Status};
+use crate::world::World;
+
+/// The races lesson 003 §11 asks coverage of.
+pub const RACES: [&str; 5] = [
+    "cancel × complete",
+    "cancel × attempt failure",
+    "reconciler × worker",
+    "two workers starting one task",
+    "two publishers on one outbox row",
+];
+
+/// "Sometimes" targets: things a campaign with teeth must reach.
+pub const SOMETIMES: [&str; 12] = [
+    "duplicate-absorbed-by-inbox",
+    "completion-won-cancellation-race",
+    "compensation",
+    "dead-lettered-by-broker",
+    "poison-dead-lettered",
+    "snapshot-rejected",
+    "sequence-gap-refetched",
+    "unknown-effect-verified",
+    "lease-expired-fenced",
+    "inbox-conflict-quarantined",
+    "dead-letter-replayed",
+    "idempotency-record-expired",
+];
+
+/// Coverage as (seen, declared) pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    pub transitions: (usize, usize),
+    pub rejections: (usize, usize),
+    pub races: (usize, usize),
+}
+
+impl Coverage {
+    pub fn of(
+        transitions: &BTreeMap<(Status, EventType), u64>,
+        rejections: &BTreeMap<&'static str, u64>,
+        races: &BTreeMap<&'static str, u64>,
+    ) -> Coverage {
+        let declared_pairs = Status::ALL.len() * EventType::ALL.len();
+        let seen_rejections = RejectReason::ALL
+            .iter()
+            .filter(|reason| rejections.get(reason.as_str()).is_some_and(|n| *n > 0))
+            .count();
+        let seen_races = RACES
+            .iter()
+            .filter(|race| races.get(*race).is_some_and(|n| *n > 0))
+            .count();
+        Coverage {
+            transitions: (transitions.len(), declared_pairs),
+            rejections: (seen_rejections, RejectReason::ALL.len()),
+            races: (seen_races, RACES.len()),
+        }
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "transitions {}/{}, rejections {}/{}, races {}/{}",
+            self.transitions.0,
+            self.transitions.1,
+            self.rejections.0,
+            self.rejections.1,
+            self.races.0,
+            self.races.1
+        )
+    }
+}
+
+/// Faults injected, counted by (site, kind).
+pub fn fault_counts(world: &World) -> BTreeMap<(Site, FaultKind), u64> {
+    let mut counts = BTreeMap::new();
+    for fault in &world.faults.injected {
+        *counts.entry((fault.site, fault.kind)).or_insert(0) += 1;
+    }
+    counts
+}
+
+pub fn tasks_by_status(world: &World) -> BTreeMap<Status, u64> {
+    let mut counts = BTreeMap::new();
+    for row in &world.db.tasks {
+        *counts.entry(row.state.status).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// The human summary of one run.
+pub fn summary(world: &World, scenario: &str, outcome: &Outcome) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "scenario     {scenario}");
+    let _ = writeln!(out, "seed         {}", world.seed);
+    if let Some(mutant) = world.mutant {
+        let _ = writeln!(out, "mutant       {}", mutant.name());
+    }
+    let _ = writeln!(
+        out,
+        "steps        {} (fault phase {}, drain {})",
+        world.steps, outcome.fault_steps, outcome.drain_steps
+    );
+    let _ = writeln!(out, "virtual time {} ms", world.now);
+    let statuses = tasks_by_status(world);
+    let listed: Vec<String> = statuses
+        .iter()
+        .map(|(s, n)| format!("{} {n}", s.as_str()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "tasks        {}{}{}",
+        world.db.tasks.len(),
+        if listed.is_empty() { "" } else { ": " },
+        listed.join(", ")
+    );
+    let faults = fault_counts(world);
+    if faults.is_empty() {
+        let _ = writeln!(out, "faults       none");
+    } else {
+        let listed: Vec<String> = faults
+            .iter()
+            .map(|((site, kind), n)| format!("{}/{} {n}", site.as_str(), kind.as_str()))
+            .collect();
+        let _ = writeln!(out, "faults       {}", listed.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "checks       {} invariant checks",
+        world.counters.invariant_checks
+    );
+    let coverage = Coverage::of(
+        &world.counters.transitions,
+        &world.counters.rejections,
+        &world.counters.races,
+    );
+    let _ = writeln!(out, "coverage     {}", coverage.line());
+    if !world.db.manual_review.is_empty() {
+        let listed: Vec<String> = world
+            .db
+            .manual_review
+            .iter()
+            .map(|item| {
+                format!(
+                    "{} {}",
+                    item.reason.as_str(),
+                    item.task.map_or(String::new(), |t| t.to_string())
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "review       {}", listed.join(", "));
+    }
+    match &outcome.violation {
+        Some(violation) => {
+            let _ = writeln!(
+                out,
+                "violations   {} at step {}",
+                violation.invariant, violation.step
+            );
+        }
+        None => {
+            let _ = writeln!(out, "violations   none");
+        }
+    }
+    if outcome.violation.is_none() {
+        if outcome.not_converged.is_empty() {
+            let _ = writeln!(out, "converged    yes");
+        } else {
+            let _ = writeln!(out, "converged    NO: {}", outcome.not_converged.join("; "));
+        }
+    }
+    let _ = writeln!(out, "traceSha256  {}", hex(&world.trace.sha256()));
+    out
+}
+
+/// The violation report: what broke, where, the trace around it, the
+/// faults so far and the command that reproduces it.
+pub fn violation_report(world: &World, violation: &Violation, reproduce: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "VIOLATION {} at step {} (t={}ms)",
+        violation.invariant, violation.step, violation.time_ms
+    );
+    let _ = writeln!(out, "  {}", violation.message);
+    let _ = writeln!(out, "  entities: {}", violation.entities.join(", "));
+    let tail = world.trace.tail(crate::trace::RING_LEN);
+    if let Some(record) = tail.iter().find(|record| record.step == violation.step) {
+        let _ = writeln!(out, "  broke at:\n  {}", record.story_line(false));
+    }
+    let _ = writeln!(out, "  last 20 steps:");
+    let last: Vec<_> = tail
+        .iter()
+        .filter(|record| record.step <= violation.step)
+        .collect();
+    for record in last.iter().skip(last.len().saturating_sub(20)) {
+        let _ = writeln!(out, "  {}", record.story_line(false));
+    }
+    if world.faults.injected.is_empty() {
+        let _ = writeln!(out, "  faults injected so far: none");
+    } else {
+        let _ = writeln!(out, "  faults injected so far:");
+        for fault in &world.faults.injected {
+            let _ = writeln!(
+                out,
+                "    step {:>6}  {}/{}  {}",
+                fault.step,
+                fault.site.as_str(),
+                fault.kind.as_str(),
+                fault.actor
+            );
+        }
+    }
+    let _ = writeln!(out, "  reproduce: {reproduce}");
+    out
+}

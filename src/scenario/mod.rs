@@ -1,0 +1,121 @@
+//! Scenarios: the validated description of one run (world shape, seed,
+//! requests, faults, expectations), parsed from TOML in `parse.rs` and
+//! written back as TOML by reproducers in `write.rs`.
+
+pub mod parse;
+pub mod write;
+
+use crate::config::Config;
+use crate::faults::ScriptedFault;
+use crate::mutants::Mutant;
+use crate::task::TaskEvent;
+use crate::world::ids::{DeadLetterId, OutboxId, TaskId};
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub steps_max: u64,
+    pub mutant: Option<Mutant>,
+    pub config: Config,
+    pub requests: Vec<Request>,
+    pub faults: Vec<ScriptedFault>,
+    pub expect: Expect,
+    /// Where it came from, for messages and reproduce commands.
+    pub path: Option<String>,
+    /// Reproducers record these; a mismatch is a warning.
+    pub sim_version: Option<String>,
+    pub config_sha256: Option<String>,
+}
+
+/// Which task a cancel or a status read is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The task created under this idempotency key.
+    Key(String),
+    Task(TaskId),
+}
+
+/// Which dead letter an operator replays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeadLetterRef {
+    Id(DeadLetterId),
+    /// The first dead letter of this message.
+    Message(OutboxId),
+    /// The first dead letter of this task.
+    Task(TaskId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestKind {
+    Create {
+        key: String,
+        input: serde_json::Value,
+    },
+    Cancel {
+        target: Target,
+    },
+    ReadStatus {
+        target: Target,
+    },
+    ReplayDeadLetter {
+        dead_letter: DeadLetterRef,
+    },
+    BumpHandlerVersion {
+        version: u64,
+    },
+    AppendEvent {
+        event: TaskEvent,
+    },
+    DeliverEvent {
+        event: TaskEvent,
+    },
+}
+
+impl RequestKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RequestKind::Create { .. } => "create",
+            RequestKind::Cancel { .. } => "cancel",
+            RequestKind::ReadStatus { .. } => "read-status",
+            RequestKind::ReplayDeadLetter { .. } => "replay-dead-letter",
+            RequestKind::BumpHandlerVersion { .. } => "bump-handler-version",
+            RequestKind::AppendEvent { .. } => "append-event",
+            RequestKind::DeliverEvent { .. } => "deliver-event",
+        }
+    }
+
+    /// Requests a client sends to an API; the others are operator actions.
+    pub fn from_client(&self) -> bool {
+        matches!(
+            self,
+            RequestKind::Create { .. }
+                | RequestKind::Cancel { .. }
+                | RequestKind::ReadStatus { .. }
+        )
+    }
+}
+
+/// One `[[requests]]` entry. Two creates with the same key and the same
+/// input are one client intent (the second is a retry); ground truth joins
+/// them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub at_ms: u64,
+    pub kind: RequestKind,
+    /// 0-based client index (`client-1` is 0).
+    pub client: u16,
+    /// 0-based API index the first send goes to; round-robin when absent.
+    pub api: Option<u16>,
+}
+
+/// `[expect]`: facts about the final dump, and the violation a scenario
+/// must produce, if any.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Expect {
+    /// JSON pointer into the dump → expected JSON value.
+    pub facts: Vec<(String, serde_json::Value)>,
+    pub violation: Option<String>,
+}

@@ -1,0 +1,670 @@
+//! API instances: each call a client sends is handled as its own small
+//! state machine (volatile: a crashed API forgets its calls). Create is ONE
+//! transaction: look the key up, then for a new key decrement the quota
+//! conditionally and insert the record, the task and its outbox row.
+
+use std::sync::Arc;
+
+use crate::faults::{FaultKind, Site};
+use crate::hash::Sha;
+use crate::mutants::Mutant;
+use crate::scenario::Target;
+use crate::task::{Status, Text, initial_state};
+
+use super::client::ClientOp;
+use super::db::{
+    Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
+};
+use super::events::{Command, CommandOutcome};
+use super::ids::{ActorId, ActorKind, DeadLetterId, RequestId, SignalId, TaskId};
+use super::step::Verb;
+use super::{Wake, World};
+
+/// Where an API call is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiPhase {
+    Arrive,
+    ReadDb,
+    FillCache {
+        status: Status,
+        version: i64,
+    },
+    Respond(Response),
+    /// `split-idempotency-insert`: the key was checked absent; insert next.
+    InsertRecord,
+    /// `split-create-transaction`: the task is written; record + outbox next.
+    CreateTask {
+        task: TaskId,
+    },
+    /// `quota-read-then-write`: the quota was read; write it next.
+    WriteQuota {
+        remaining: u64,
+    },
+    /// `publish-after-commit`: the API publishes the message itself.
+    Publish {
+        task: TaskId,
+    },
+    /// `publish-before-commit`: published already; the create commits next.
+    CreateAfterPublish,
+    /// `cache-write-before-db`: the view was written; the cancel commits next.
+    CancelAfterCacheWrite,
+}
+
+/// What an API answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Create(Answer),
+    Cancel(Result<i64, &'static str>),
+    Status(Option<(Status, i64)>),
+}
+
+/// One client send being handled by one API instance.
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub request: RequestId,
+    pub api: u16,
+    pub incarnation: u32,
+    pub phase: ApiPhase,
+    pub send: u32,
+}
+
+/// `^[A-Za-z0-9_-]{6,80}$`
+pub fn valid_key(key: &str) -> bool {
+    (6..=80).contains(&key.len())
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The input schema: an object with a string `doc`.
+pub fn valid_input(input: &Input) -> bool {
+    input.value.get("doc").is_some_and(|doc| doc.is_string())
+}
+
+impl World {
+    pub(super) fn api_step(&mut self, call_id: u64) -> bool {
+        let Some(call) = self.calls.get(&call_id).cloned() else {
+            return false;
+        };
+        let life = self.apis[call.api as usize];
+        if !life.up || life.incarnation != call.incarnation {
+            self.calls.remove(&call_id);
+            return false;
+        }
+        let actor = ActorId::new(ActorKind::Api, call.api);
+        let op = self.outgoing[call.request.slot()].op.clone();
+        let next = match (call.phase, op) {
+            (ApiPhase::Arrive, ClientOp::Create { input, .. })
+                if self.mutant == Some(Mutant::PublishBeforeCommit) =>
+            {
+                // The message goes out for the task this call is about to
+                // create, before anything commits.
+                self.begin(actor, Verb::Publish);
+                let task = self.db.next_task_id();
+                self.publish_direct(task, &input);
+                Some(ApiPhase::CreateAfterPublish)
+            }
+            (
+                ApiPhase::Arrive | ApiPhase::CreateAfterPublish,
+                ClientOp::Create {
+                    key,
+                    input,
+                    fingerprint,
+                },
+            ) => {
+                self.begin(actor, Verb::Create);
+                self.api_create(call.request, &key, &input, fingerprint)
+            }
+            (
+                ApiPhase::InsertRecord,
+                ClientOp::Create {
+                    key,
+                    input,
+                    fingerprint,
+                },
+            ) => {
+                self.begin(actor, Verb::InsertRecord);
+                self.api_insert_after_check(call.request, &key, &input, fingerprint)
+            }
+            (
+                ApiPhase::WriteQuota { remaining },
+                ClientOp::Create {
+                    key,
+                    input,
+                    fingerprint,
+                },
+            ) => {
+                self.begin(actor, Verb::Create);
+                self.api_write_quota(call.request, &key, &input, fingerprint, remaining)
+            }
+            (
+                ApiPhase::CreateTask { task },
+                ClientOp::Create {
+                    key, fingerprint, ..
+                },
+            ) => {
+                self.begin(actor, Verb::CreateTask);
+                self.api_finish_split_create(call.request, &key, fingerprint, task)
+            }
+            (ApiPhase::Publish { task }, ClientOp::Create { input, .. }) => {
+                self.begin(actor, Verb::Publish);
+                self.publish_direct(task, &input);
+                let answer = Answer::Accepted(task);
+                Some(ApiPhase::Respond(Response::Create(answer)))
+            }
+            (ApiPhase::Arrive, ClientOp::Cancel { target }) => {
+                if self.mutant == Some(Mutant::CacheWriteBeforeDb) {
+                    self.begin(actor, Verb::FillCache);
+                    self.api_cache_before_cancel(&target)
+                } else {
+                    self.begin(actor, Verb::Cancel);
+                    self.api_cancel(call.request, &target)
+                }
+            }
+            (ApiPhase::CancelAfterCacheWrite, ClientOp::Cancel { target }) => {
+                self.begin(actor, Verb::Cancel);
+                self.api_cancel(call.request, &target)
+            }
+            (ApiPhase::Arrive, ClientOp::Read { target }) => {
+                self.begin(actor, Verb::ReadCache);
+                self.api_read_cache(&target)
+            }
+            (ApiPhase::ReadDb, ClientOp::Read { target }) => {
+                self.begin(actor, Verb::ReadDb);
+                self.api_read_db(&target)
+            }
+            (ApiPhase::FillCache { status, version }, ClientOp::Read { target }) => {
+                self.begin(actor, Verb::FillCache);
+                let task = self.resolve(&target).expect("a filled task exists");
+                self.rec.task = Some(task);
+                self.rec.version = Some(version);
+                self.touched.cache.push(task);
+                let filled = self.cache.fill(task, status, version);
+                self.rec.outcome = match filled {
+                    super::cache::Fill::Stored => "stored",
+                    super::cache::Fill::Refused => "refused",
+                };
+                Some(ApiPhase::Respond(Response::Status(Some((status, version)))))
+            }
+            (ApiPhase::Respond(response), _) => {
+                self.begin(actor, Verb::Respond);
+                self.rec.outcome = match &response {
+                    Response::Create(Answer::Accepted(task)) => {
+                        self.rec.task = Some(*task);
+                        "accepted"
+                    }
+                    Response::Create(Answer::Refused(code)) => code,
+                    Response::Cancel(Ok(_)) => "cancel-accepted",
+                    Response::Cancel(Err(code)) => code,
+                    Response::Status(Some((status, _))) => status.as_str(),
+                    Response::Status(None) => "TASK_NOT_FOUND",
+                };
+                if self.fault(Site::ApiResponse) == Some(FaultKind::Lost) {
+                    self.rec.outcome = "lost";
+                } else {
+                    self.deliver_response(call.request, response);
+                }
+                None
+            }
+            (phase, op) => unreachable!("API phase {phase:?} does not fit {op:?}"),
+        };
+        self.finish();
+        let api_up = self.apis[call.api as usize].incarnation == call.incarnation;
+        match next {
+            Some(phase) if api_up => {
+                self.calls.get_mut(&call_id).expect("call exists").phase = phase;
+                let at = self.now + self.latency();
+                self.schedule(at, Wake::Call(call_id));
+            }
+            _ => {
+                self.calls.remove(&call_id);
+            }
+        }
+        true
+    }
+
+    /// The answer an intent got, for ground truth.
+    fn answered(&mut self, request: RequestId, answer: Answer) {
+        if let Some(intent) = self.outgoing[request.slot()].intent {
+            self.touched.answers.push((intent, answer, self.now));
+        }
+        if let Answer::Accepted(task) = answer {
+            self.rec.task = Some(task);
+        }
+    }
+
+    /// The create transaction (lesson 000 §3.1, DESIGN §3 "Create").
+    fn api_create(
+        &mut self,
+        request: RequestId,
+        key: &Text,
+        input: &Arc<Input>,
+        fingerprint: Sha,
+    ) -> Option<ApiPhase> {
+        self.rec.hash = Some(fingerprint);
+        if !valid_key(key) {
+            self.rec.outcome = "INVALID_IDEMPOTENCY_KEY";
+            return Some(ApiPhase::Respond(Response::Create(Answer::Refused(
+                "INVALID_IDEMPOTENCY_KEY",
+            ))));
+        }
+        if !valid_input(input) {
+            self.rec.outcome = "INVALID_INPUT";
+            return Some(ApiPhase::Respond(Response::Create(Answer::Refused(
+                "INVALID_INPUT",
+            ))));
+        }
+        if self.mutant == Some(Mutant::SplitIdempotencyInsert) {
+            // Check now, insert in a later step, with no unique key between.
+            return match self.lookup(key, fingerprint) {
+                Some(answer) => self.reply_create(request, answer),
+                None => {
+                    self.rec.outcome = "key-absent";
+                    Some(ApiPhase::InsertRecord)
+                }
+            };
+        }
+        if self.mutant == Some(Mutant::QuotaReadThenWrite)
+            && self.lookup(key, fingerprint).is_none()
+        {
+            self.rec.outcome = "quota-read";
+            return Some(ApiPhase::WriteQuota {
+                remaining: self.db.quota_remaining,
+            });
+        }
+        let crash = self.commit_fault();
+        if crash == Some(false) {
+            return None;
+        }
+        let answer = match self.lookup(key, fingerprint) {
+            Some(answer) => answer,
+            None => self.insert_new(key, input, fingerprint),
+        };
+        if let Answer::Accepted(task) = answer {
+            let fresh = self.touched.created.contains(&task);
+            if fresh && crash.is_none() {
+                match self.mutant {
+                    Some(Mutant::PublishAfterCommit) => {
+                        return self.reply_then(request, answer, ApiPhase::Publish { task });
+                    }
+                    Some(Mutant::SplitCreateTransaction) => {
+                        return self.reply_then(request, answer, ApiPhase::CreateTask { task });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if crash == Some(true) {
+            self.answered(request, answer);
+            return None;
+        }
+        self.reply_create(request, answer)
+    }
+
+    fn reply_create(&mut self, request: RequestId, answer: Answer) -> Option<ApiPhase> {
+        self.reply_then(request, answer, ApiPhase::Respond(Response::Create(answer)))
+    }
+
+    fn reply_then(
+        &mut self,
+        request: RequestId,
+        answer: Answer,
+        next: ApiPhase,
+    ) -> Option<ApiPhase> {
+        self.answered(request, answer);
+        if self.rec.outcome == "ok" {
+            self.rec.outcome = match answer {
+                Answer::Accepted(_) => "accepted",
+                Answer::Refused(code) => code,
+            };
+        }
+        Some(next)
+    }
+
+    /// The record for `key`, if one answers this request.
+    fn lookup(&mut self, key: &Text, fingerprint: Sha) -> Option<Answer> {
+        self.touched.keys.push(key.clone());
+        let record = self.db.idempotency.get(key)?;
+        if record.fingerprint == fingerprint || self.mutant == Some(Mutant::NoFingerprintCheck) {
+            self.rec.outcome = "replayed";
+            Some(record.answer)
+        } else {
+            Some(Answer::Refused(
+                "IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST",
+            ))
+        }
+    }
+
+    /// A new key: conditional quota decrement, then record + task + outbox
+    /// row, or a recorded refusal.
+    fn insert_new(&mut self, key: &Text, input: &Arc<Input>, fingerprint: Sha) -> Answer {
+        if self.db.quota_remaining == 0 {
+            let answer = Answer::Refused("QUOTA_EXCEEDED");
+            self.insert_record(key, fingerprint, RecordState::FailedFinal, answer);
+            return answer;
+        }
+        self.db.quota_remaining -= 1;
+        let task_only = matches!(
+            self.mutant,
+            Some(Mutant::PublishBeforeCommit)
+                | Some(Mutant::PublishAfterCommit)
+                | Some(Mutant::SplitCreateTransaction)
+        );
+        let task = self.insert_task(key, input, fingerprint, None, !task_only);
+        let answer = Answer::Accepted(task);
+        // `split-create-transaction` writes the record in a second
+        // transaction.
+        if self.mutant != Some(Mutant::SplitCreateTransaction) {
+            self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
+        }
+        answer
+    }
+
+    pub(super) fn insert_record(
+        &mut self,
+        key: &Text,
+        fingerprint: Sha,
+        state: RecordState,
+        answer: Answer,
+    ) {
+        self.touched.keys.push(key.clone());
+        self.db.idempotency.insert(
+            key.clone(),
+            IdempotencyRecord {
+                key: key.clone(),
+                fingerprint,
+                state,
+                answer,
+                committed_ms: self.now,
+            },
+        );
+        let keep = if self.mutant == Some(Mutant::EarlyIdempotencyExpiry) {
+            (self.config.idempotency_ttl_ms / 1000).max(1)
+        } else {
+            self.config.idempotency_ttl_ms
+        };
+        self.db
+            .retention_index
+            .insert((self.now + keep, key.clone()));
+    }
+
+    /// Inserts a queued task at version 0 and, unless told otherwise, its
+    /// `TaskCreated` outbox row on `task-work`.
+    pub(super) fn insert_task(
+        &mut self,
+        key: &Text,
+        input: &Arc<Input>,
+        fingerprint: Sha,
+        replay_of: Option<DeadLetterId>,
+        write_outbox: bool,
+    ) -> TaskId {
+        let id = self.db.next_task_id();
+        let task_id: Text = id.to_string().into();
+        self.db.tasks.push(TaskRow {
+            id,
+            state: initial_state(task_id),
+            key: key.clone(),
+            fingerprint,
+            input: input.clone(),
+            replay_of,
+            created_ms: self.now,
+            events: Vec::new(),
+            snapshots: Vec::new(),
+            effects: Vec::new(),
+            lease: None,
+            outbox_rows: Vec::new(),
+            redrives: 0,
+            artifact: None,
+            compacted: false,
+        });
+        if write_outbox {
+            self.insert_work_row(id, WorkKind::TaskCreated, 1, self.now);
+        }
+        self.touched.tasks.push(id);
+        self.touched.created.push(id);
+        self.rec.task = Some(id);
+        self.rec.version = Some(0);
+        id
+    }
+
+    /// A `task-work` outbox row for `attempt`, not published before `not_before`.
+    pub(super) fn insert_work_row(
+        &mut self,
+        task: TaskId,
+        kind: WorkKind,
+        attempt: u32,
+        not_before: u64,
+    ) {
+        let input_sha256 = self.db.task(task).input.sha256;
+        let payload = Payload::Work {
+            kind,
+            task,
+            attempt,
+            input_sha256,
+            not_before_ms: not_before,
+        };
+        let payload_sha256 = payload.sha256();
+        let id = self.db.next_outbox_id();
+        let version = self.db.task(task).state.version;
+        self.db.insert_outbox(OutboxRow {
+            id,
+            task,
+            topic: Topic::TaskWork,
+            event_type: kind.as_str(),
+            aggregate_version: version,
+            payload,
+            payload_sha256,
+            created_ms: self.now,
+            ready_ms: not_before.max(self.now),
+            published_ms: None,
+            publish_attempts: 0,
+            last_error: None,
+            next_retry_ms: not_before,
+            lease: None,
+            claimable_ms: None,
+        });
+        self.rec.message = Some(id);
+        self.poke_publishers();
+    }
+
+    /// `split-idempotency-insert`, second step: insert without re-checking.
+    fn api_insert_after_check(
+        &mut self,
+        request: RequestId,
+        key: &Text,
+        input: &Arc<Input>,
+        fingerprint: Sha,
+    ) -> Option<ApiPhase> {
+        if self.commit_fault() == Some(false) {
+            return None;
+        }
+        let answer = if self.db.quota_remaining == 0 {
+            Answer::Refused("QUOTA_EXCEEDED")
+        } else {
+            self.db.quota_remaining -= 1;
+            Answer::Accepted(self.insert_task(key, input, fingerprint, None, true))
+        };
+        let state = match answer {
+            Answer::Accepted(_) => RecordState::Succeeded,
+            Answer::Refused(_) => RecordState::FailedFinal,
+        };
+        self.insert_record(key, fingerprint, state, answer);
+        self.reply_create(request, answer)
+    }
+
+    /// `quota-read-then-write`, second step: write the remaining count read
+    /// earlier, minus one.
+    fn api_write_quota(
+        &mut self,
+        request: RequestId,
+        key: &Text,
+        input: &Arc<Input>,
+        fingerprint: Sha,
+        remaining: u64,
+    ) -> Option<ApiPhase> {
+        if self.commit_fault() == Some(false) {
+            return None;
+        }
+        if let Some(answer) = self.lookup(key, fingerprint) {
+            return self.reply_create(request, answer);
+        }
+        let answer = if remaining == 0 {
+            let answer = Answer::Refused("QUOTA_EXCEEDED");
+            self.insert_record(key, fingerprint, RecordState::FailedFinal, answer);
+            answer
+        } else {
+            self.db.quota_remaining = remaining - 1;
+            let task = self.insert_task(key, input, fingerprint, None, true);
+            let answer = Answer::Accepted(task);
+            self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
+            answer
+        };
+        self.reply_create(request, answer)
+    }
+
+    /// `split-create-transaction`, second transaction: record and outbox row.
+    fn api_finish_split_create(
+        &mut self,
+        request: RequestId,
+        key: &Text,
+        fingerprint: Sha,
+        task: TaskId,
+    ) -> Option<ApiPhase> {
+        if self.commit_fault() == Some(false) {
+            return None;
+        }
+        let answer = Answer::Accepted(task);
+        self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
+        self.insert_work_row(task, WorkKind::TaskCreated, 1, self.now);
+        self.reply_create(request, answer)
+    }
+
+    /// `publish-*-commit`: the API hands the message to the broker itself,
+    /// under an id no outbox row has.
+    fn publish_direct(&mut self, task: TaskId, input: &Arc<Input>) {
+        let payload = Payload::Work {
+            kind: WorkKind::TaskCreated,
+            task,
+            attempt: 1,
+            input_sha256: input.sha256,
+            not_before_ms: self.now,
+        };
+        let sha = payload.sha256();
+        let message = super::ids::OutboxId(DIRECT_MESSAGE_BASE + task.0);
+        let entry = self
+            .broker
+            .publish(Topic::TaskWork, message, task, payload, sha, self.now);
+        self.touched.entries.push(entry);
+        self.rec.entry = Some(entry);
+        self.rec.message = Some(message);
+        self.rec.task = Some(task);
+        self.rec.outcome = "published";
+        self.poke_broker(self.now);
+    }
+
+    fn api_cache_before_cancel(&mut self, target: &Target) -> Option<ApiPhase> {
+        if let Some(task) = self.resolve(target) {
+            let state = self.db.task(task).state.clone();
+            let predicted = match state.status {
+                Status::Queued => Status::Cancelled,
+                _ => Status::Cancelling,
+            };
+            self.cache.entries.insert(
+                task,
+                super::cache::CacheEntry::View {
+                    status: predicted,
+                    version: state.version + 1,
+                },
+            );
+            self.touched.cache.push(task);
+            self.rec.task = Some(task);
+            self.rec.version = Some(state.version + 1);
+            self.rec.outcome = predicted.as_str();
+        }
+        Some(ApiPhase::CancelAfterCacheWrite)
+    }
+
+    /// Which task a cancel or read names, through the idempotency record
+    /// for a key.
+    pub(super) fn resolve(&self, target: &Target) -> Option<TaskId> {
+        match target {
+            Target::Task(task) => self.db.find_task(*task).map(|row| row.id),
+            Target::Key(key) => match self.db.idempotency.get(key.as_str())?.answer {
+                Answer::Accepted(task) => Some(task),
+                Answer::Refused(_) => None,
+            },
+        }
+    }
+
+    /// `RequestCancellation`, decided on the database in one transaction.
+    fn api_cancel(&mut self, request: RequestId, target: &Target) -> Option<ApiPhase> {
+        if self.commit_fault() == Some(false) {
+            return None;
+        }
+        let Some(task) = self.resolve(target) else {
+            self.rec.outcome = "TASK_NOT_FOUND";
+            return Some(ApiPhase::Respond(Response::Cancel(Err("TASK_NOT_FOUND"))));
+        };
+        self.rec.task = Some(task);
+        let version = self.db.task(task).state.version;
+        // The signal id comes from the request, so a retried cancel is the
+        // same fact.
+        let signal = SignalId(request.0);
+        let outcome = self.execute(
+            task,
+            version,
+            Command::RequestCancellation {
+                signal,
+                reason: "client-request",
+            },
+        );
+        self.rec.outcome = outcome.code();
+        let response = match outcome {
+            CommandOutcome::Committed { version } | CommandOutcome::Duplicate { version } => {
+                Ok(version)
+            }
+            other => Err(other.code()),
+        };
+        if self.crash_now.is_some() {
+            return None;
+        }
+        Some(ApiPhase::Respond(Response::Cancel(response)))
+    }
+
+    fn api_read_cache(&mut self, target: &Target) -> Option<ApiPhase> {
+        let Some(task) = self.resolve(target) else {
+            self.rec.outcome = "TASK_NOT_FOUND";
+            return Some(ApiPhase::Respond(Response::Status(None)));
+        };
+        self.rec.task = Some(task);
+        if self.fault(Site::CacheEvict) == Some(FaultKind::Evict) && self.cache.evict(task) {
+            self.touched.cache.push(task);
+        }
+        match self.cache.get(task) {
+            Some(super::cache::CacheEntry::View { status, version }) => {
+                self.rec.outcome = "hit";
+                self.rec.version = Some(version);
+                Some(ApiPhase::Respond(Response::Status(Some((status, version)))))
+            }
+            _ => {
+                self.rec.outcome = "miss";
+                Some(ApiPhase::ReadDb)
+            }
+        }
+    }
+
+    fn api_read_db(&mut self, target: &Target) -> Option<ApiPhase> {
+        let task = self
+            .resolve(target)
+            .expect("a task found through the cache step exists");
+        let state = &self.db.task(task).state;
+        let (status, version) = (state.status, state.version);
+        self.rec.task = Some(task);
+        self.rec.version = Some(version);
+        self.rec.outcome = status.as_str();
+        Some(ApiPhase::FillCache { status, version })
+    }
+}
+
+/// Message ids the `publish-*-commit` mutants make up: no outbox row has them.
+pub const DIRECT_MESSAGE_BASE: u32 = 1_000_000_000;

@@ -1,0 +1,265 @@
+//! The broker: two topics with at-least-once delivery. A publish is a new
+//! entry (a republish of the same message id is another entry); a delivery
+//! makes an entry invisible until it is acked or its visibility timeout
+//! passes; after `delivery_attempts_max` deliveries the entry goes to the
+//! dead-letter queue instead of out again.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::hash::Sha;
+
+use super::db::{Payload, Topic};
+use super::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryState {
+    Ready { visible_ms: u64 },
+    InFlight { deadline_ms: u64, consumer: ActorId },
+}
+
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub id: EntryId,
+    pub topic: Topic,
+    pub message: OutboxId,
+    pub task: TaskId,
+    pub payload: Payload,
+    pub payload_sha256: Sha,
+    pub deliveries: u32,
+    pub state: EntryState,
+    pub last_error: Option<&'static str>,
+}
+
+/// One hand-off of an entry to a consumer. `tampered` is ground truth for
+/// the invariants: no actor reads it.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    pub entry: EntryId,
+    pub topic: Topic,
+    pub message: OutboxId,
+    pub task: TaskId,
+    pub payload: Payload,
+    pub payload_sha256: Sha,
+    pub count: u32,
+    pub tampered: bool,
+    /// Not from the broker at all: a `deliver-event` request.
+    pub direct: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct DeadLetter {
+    pub id: DeadLetterId,
+    pub topic: Topic,
+    pub message: OutboxId,
+    pub task: TaskId,
+    pub payload: Payload,
+    pub payload_sha256: Sha,
+    pub error_code: &'static str,
+    pub handler_version: u64,
+    pub attempts: u32,
+    pub dead_lettered_ms: u64,
+    /// Whether the cause may pass by itself (the reconciler re-drives those).
+    pub transient: bool,
+}
+
+/// Error codes a dead letter can carry that are not the input's fault.
+pub fn is_transient(code: &str) -> bool {
+    matches!(
+        code,
+        "DELIVERY_ATTEMPTS_EXHAUSTED" | "STORE_UNAVAILABLE" | "LEASE_HELD"
+    )
+}
+
+#[derive(Debug, Default)]
+pub struct Broker {
+    pub entries: BTreeMap<EntryId, Entry>,
+    /// Ready entries per topic, by (visible time, entry id).
+    ready: [BTreeSet<(u64, EntryId)>; 2],
+    /// In-flight entries by visibility deadline.
+    in_flight: BTreeSet<(u64, EntryId)>,
+    pub dead_letters: Vec<DeadLetter>,
+    /// Dead letters the reconciler has not looked at yet.
+    pub unseen_dead_letters: Vec<DeadLetterId>,
+    next_entry: u32,
+    pub published: u64,
+}
+
+fn topic_slot(topic: Topic) -> usize {
+    match topic {
+        Topic::TaskWork => 0,
+        Topic::TaskEvents => 1,
+    }
+}
+
+impl Broker {
+    /// Accepts a publish: always a new entry.
+    pub fn publish(
+        &mut self,
+        topic: Topic,
+        message: OutboxId,
+        task: TaskId,
+        payload: Payload,
+        payload_sha256: Sha,
+        visible_ms: u64,
+    ) -> EntryId {
+        self.next_entry += 1;
+        self.published += 1;
+        let id = EntryId(self.next_entry);
+        self.entries.insert(
+            id,
+            Entry {
+                id,
+                topic,
+                message,
+                task,
+                payload,
+                payload_sha256,
+                deliveries: 0,
+                state: EntryState::Ready { visible_ms },
+                last_error: None,
+            },
+        );
+        self.ready[topic_slot(topic)].insert((visible_ms, id));
+        id
+    }
+
+    /// Moves entries whose visibility timeout passed back to ready.
+    pub fn expire(&mut self, now: u64) {
+        while let Some(&(deadline, id)) = self.in_flight.first() {
+            if deadline > now {
+                break;
+            }
+            self.in_flight.pop_first();
+            let entry = self.entries.get_mut(&id).expect("in-flight entry exists");
+            entry.state = EntryState::Ready {
+                visible_ms: deadline,
+            };
+            self.ready[topic_slot(entry.topic)].insert((deadline, id));
+        }
+    }
+
+    /// The next entry of `topic` visible at `now`, if any.
+    pub fn next_ready(&self, topic: Topic, now: u64) -> Option<EntryId> {
+        self.ready[topic_slot(topic)]
+            .first()
+            .filter(|(visible, _)| *visible <= now)
+            .map(|(_, id)| *id)
+    }
+
+    /// The earliest time something changes by itself: an entry becomes
+    /// visible or a visibility timeout passes.
+    pub fn next_due(&self) -> Option<u64> {
+        let ready = self
+            .ready
+            .iter()
+            .filter_map(|set| set.first().map(|(t, _)| *t));
+        let flight = self.in_flight.first().map(|(t, _)| *t);
+        ready.chain(flight).min()
+    }
+
+    /// Hands an entry out: counts the delivery and hides it until
+    /// `deadline_ms`.
+    pub fn take(&mut self, id: EntryId, consumer: ActorId, deadline_ms: u64) -> &Entry {
+        let entry = self.entries.get_mut(&id).expect("entry exists");
+        if let EntryState::Ready { visible_ms } = entry.state {
+            self.ready[topic_slot(entry.topic)].remove(&(visible_ms, id));
+        }
+        entry.deliveries += 1;
+        entry.state = EntryState::InFlight {
+            deadline_ms,
+            consumer,
+        };
+        self.in_flight.insert((deadline_ms, id));
+        entry
+    }
+
+    /// Removes an entry for good (ack). An unknown id is an ack of an entry
+    /// already gone: a no-op.
+    pub fn ack(&mut self, id: EntryId) -> bool {
+        match self.entries.remove(&id) {
+            Some(entry) => {
+                self.unindex(&entry);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Makes an in-flight entry visible again at `visible_ms` (nack).
+    pub fn nack(&mut self, id: EntryId, visible_ms: u64, error: &'static str) -> bool {
+        let Some(entry) = self.entries.get(&id) else {
+            return false;
+        };
+        let entry = entry.clone();
+        self.unindex(&entry);
+        let entry = self.entries.get_mut(&id).expect("entry exists");
+        entry.last_error = Some(error);
+        entry.state = EntryState::Ready { visible_ms };
+        self.ready[topic_slot(entry.topic)].insert((visible_ms, id));
+        true
+    }
+
+    fn unindex(&mut self, entry: &Entry) {
+        match entry.state {
+            EntryState::Ready { visible_ms } => {
+                self.ready[topic_slot(entry.topic)].remove(&(visible_ms, entry.id));
+            }
+            EntryState::InFlight { deadline_ms, .. } => {
+                self.in_flight.remove(&(deadline_ms, entry.id));
+            }
+        }
+    }
+
+    /// Moves an entry to the dead-letter queue.
+    pub fn dead_letter(
+        &mut self,
+        id: EntryId,
+        error_code: &'static str,
+        handler_version: u64,
+        now: u64,
+    ) -> DeadLetterId {
+        let entry = self.entries.remove(&id).expect("entry exists");
+        self.unindex(&entry);
+        self.push_dead_letter(&entry, error_code, handler_version, now)
+    }
+
+    /// Copies a delivery's message to the dead-letter queue (a consumer's
+    /// reject or a poison classification); the entry itself is acked apart.
+    pub fn push_dead_letter(
+        &mut self,
+        entry: &Entry,
+        error_code: &'static str,
+        handler_version: u64,
+        now: u64,
+    ) -> DeadLetterId {
+        let id = DeadLetterId(self.dead_letters.len() as u32 + 1);
+        self.dead_letters.push(DeadLetter {
+            id,
+            topic: entry.topic,
+            message: entry.message,
+            task: entry.task,
+            payload: entry.payload.clone(),
+            payload_sha256: entry.payload_sha256,
+            error_code,
+            handler_version,
+            attempts: entry.deliveries,
+            dead_lettered_ms: now,
+            transient: is_transient(error_code),
+        });
+        self.unseen_dead_letters.push(id);
+        id
+    }
+
+    pub fn dead_letter_by_id(&self, id: DeadLetterId) -> Option<&DeadLetter> {
+        self.dead_letters.get(id.slot())
+    }
+
+    /// Entries not yet acked, in either topic.
+    pub fn live_entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn has_live_message(&self, message: OutboxId) -> bool {
+        self.entries.values().any(|entry| entry.message == message)
+    }
+}

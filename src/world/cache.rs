@@ -1,0 +1,81 @@
+//! The cache: cache-aside task views under `task-view:v1:<taskId>`. A delete
+//! leaves a version tombstone; a fill below it is refused. Views carry a TTL
+//! and may be evicted; tombstones carry none and, under a `volatile-*`
+//! eviction policy, are never evicted (see README, decisions).
+
+use std::collections::BTreeMap;
+
+use crate::task::Status;
+
+use super::ids::TaskId;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheEntry {
+    View { status: Status, version: i64 },
+    Tombstone { version: i64 },
+}
+
+impl CacheEntry {
+    pub fn version(self) -> i64 {
+        match self {
+            CacheEntry::View { version, .. } | CacheEntry::Tombstone { version } => version,
+        }
+    }
+}
+
+/// Outcome of a fill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fill {
+    Stored,
+    /// Below the tombstone or the view already there.
+    Refused,
+}
+
+#[derive(Debug, Default)]
+pub struct Cache {
+    pub entries: BTreeMap<TaskId, CacheEntry>,
+}
+
+pub fn cache_key(task: TaskId) -> String {
+    format!("task-view:v1:{task}")
+}
+
+impl Cache {
+    pub fn get(&self, task: TaskId) -> Option<CacheEntry> {
+        self.entries.get(&task).copied()
+    }
+
+    /// Fills a view unless a tombstone or view at a higher or equal version
+    /// is there. `force` is the `cache-write-before-db` mutant's write.
+    pub fn fill(&mut self, task: TaskId, status: Status, version: i64) -> Fill {
+        match self.entries.get(&task) {
+            Some(existing) if existing.version() >= version => Fill::Refused,
+            _ => {
+                self.entries
+                    .insert(task, CacheEntry::View { status, version });
+                Fill::Stored
+            }
+        }
+    }
+
+    /// Deletes the view, leaving a tombstone at `version` (never lowering an
+    /// existing one).
+    pub fn delete(&mut self, task: TaskId, version: i64) {
+        let floor = self.entries.get(&task).map_or(version, |e| match e {
+            CacheEntry::Tombstone { version: v } => (*v).max(version),
+            CacheEntry::View { .. } => version,
+        });
+        self.entries
+            .insert(task, CacheEntry::Tombstone { version: floor });
+    }
+
+    /// Evicts a view; tombstones stay.
+    pub fn evict(&mut self, task: TaskId) -> bool {
+        if let Some(CacheEntry::View { .. }) = self.entries.get(&task) {
+            self.entries.remove(&task);
+            true
+        } else {
+            false
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Clients: they send creates (with an idempotency key), cancels and status
+//! reads to an API, wait for the answer, and retry with the SAME key after a
+//! timeout (a lost response looks the same). A client keeps the highest
+//! version of a task it has seen.
+
+use std::sync::Arc;
+
+use crate::hash::{Sha, canonical_sha256};
+use crate::mutants::Mutant;
+use crate::scenario::{RequestKind, Target};
+use crate::task::Text;
+
+use super::api::{ApiPhase, Call, Response};
+use super::db::Input;
+use super::ids::{ActorId, ActorKind, IntentId, RequestId};
+use super::step::Verb;
+use super::{Wake, World};
+
+/// What a client asks an API.
+#[derive(Clone, Debug)]
+pub enum ClientOp {
+    Create {
+        key: Text,
+        input: Arc<Input>,
+        fingerprint: Sha,
+    },
+    Cancel {
+        target: Target,
+    },
+    Read {
+        target: Target,
+    },
+}
+
+/// A request a client has sent and is waiting on (volatile client state).
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    pub id: RequestId,
+    pub client: u16,
+    pub op: ClientOp,
+    pub intent: Option<IntentId>,
+    pub sends: u32,
+    pub next_api: u16,
+    pub answer: Option<Response>,
+    /// Answered, given up, or lost with its client.
+    pub done: bool,
+    pub incarnation: u32,
+}
+
+/// The request fingerprint: SHA-256 of canonical JSON of the operation and
+/// the fields that change the effect (the input), nothing transient.
+pub fn fingerprint(input: &Input) -> Sha {
+    let value = serde_json::json!({
+        "operation": "create-document-task",
+        "inputSha256": crate::hash::hex(&input.sha256),
+    });
+    canonical_sha256(&value)
+}
+
+impl World {
+    /// Issues the request at `index` of the scripted/generated list.
+    pub(super) fn issue(&mut self, index: usize) -> bool {
+        let request = self.requests[index].clone();
+        if !request.kind.from_client() {
+            return self.operator_step(&request.kind);
+        }
+        let client = request.client.min(self.clients.len() as u16 - 1);
+        let life = self.clients[client as usize];
+        if !life.up || !self.workload_on {
+            return false;
+        }
+        let id = RequestId(self.outgoing.len() as u32 + 1);
+        let (op, intent) = match request.kind {
+            RequestKind::Create { key, input } => {
+                let input = World::input(input);
+                let fingerprint = fingerprint(&input);
+                let key: Text = key.into();
+                let intent = self.intent_for(&key, fingerprint, false);
+                (
+                    ClientOp::Create {
+                        key,
+                        input,
+                        fingerprint,
+                    },
+                    Some(intent),
+                )
+            }
+            RequestKind::Cancel { target } => (ClientOp::Cancel { target }, None),
+            RequestKind::ReadStatus { target } => (ClientOp::Read { target }, None),
+            _ => unreachable!("operator requests are handled above"),
+        };
+        let apis = self.apis.len() as u16;
+        let first_api = request
+            .api
+            .map_or(id.0 as u16 % apis, |api| api.min(apis - 1));
+        self.outgoing.push(Outgoing {
+            id,
+            client,
+            op,
+            intent,
+            sends: 0,
+            next_api: first_api,
+            answer: None,
+            done: false,
+            incarnation: life.incarnation,
+        });
+        self.begin(ActorId::new(ActorKind::Client, client), Verb::Send);
+        self.send(id);
+        self.finish();
+        true
+    }
+
+    /// Hands one send of a request to an API and starts waiting.
+    fn send(&mut self, id: RequestId) {
+        let apis = self.apis.len() as u16;
+        let outgoing = &mut self.outgoing[id.slot()];
+        outgoing.sends += 1;
+        let api = outgoing.next_api % apis;
+        outgoing.next_api = (api + 1) % apis;
+        let send = outgoing.sends;
+        let outcome = match &outgoing.op {
+            ClientOp::Create { .. } => "create",
+            ClientOp::Cancel { .. } => "cancel",
+            ClientOp::Read { .. } => "read-status",
+        };
+        self.rec.outcome = outcome;
+        let call_id = self.next_call_id();
+        let incarnation = self.apis[api as usize].incarnation;
+        self.calls.insert(
+            call_id,
+            Call {
+                request: id,
+                api,
+                incarnation,
+                phase: ApiPhase::Arrive,
+                send,
+            },
+        );
+        let arrive = self.now + self.latency();
+        self.schedule(arrive, Wake::Call(call_id));
+        let timeout = self.now + self.config.client_timeout_ms;
+        self.schedule(timeout, Wake::ClientTimeout { request: id, send });
+    }
+
+    pub(super) fn client_timeout(&mut self, id: RequestId, send: u32) -> bool {
+        let outgoing = &self.outgoing[id.slot()];
+        let client = outgoing.client;
+        let life = self.clients[client as usize];
+        if outgoing.done
+            || outgoing.sends != send
+            || !life.up
+            || life.incarnation != outgoing.incarnation
+        {
+            return false;
+        }
+        let actor = ActorId::new(ActorKind::Client, client);
+        if outgoing.sends >= self.config.client_attempts_max as u32 {
+            self.begin(actor, Verb::GiveUp);
+            self.outgoing[id.slot()].done = true;
+            self.rec.outcome = "gave-up";
+            self.finish();
+            return true;
+        }
+        self.begin(actor, Verb::Retry);
+        if self.mutant == Some(Mutant::ClientNewKeyOnRetry)
+            && let ClientOp::Create { key, .. } = &mut self.outgoing[id.slot()].op
+        {
+            *key = format!("{key}-r{send}").into();
+        }
+        self.send(id);
+        self.finish();
+        true
+    }
+
+    /// A response reaches its client (inside the API's respond step).
+    pub(super) fn deliver_response(&mut self, id: RequestId, response: Response) {
+        let outgoing = &mut self.outgoing[id.slot()];
+        let life = self.clients[outgoing.client as usize];
+        if !life.up || life.incarnation != outgoing.incarnation {
+            return;
+        }
+        // A reader keeps the higher version it has seen.
+        if let (Some(Response::Status(Some((_, old)))), Response::Status(Some((_, new)))) =
+            (&outgoing.answer, &response)
+            && new < old
+        {
+            return;
+        }
+        outgoing.answer = Some(response);
+        outgoing.done = true;
+    }
+
+    pub(super) fn client_crash(&mut self, client: u16) {
+        for outgoing in self
+            .outgoing
+            .iter_mut()
+            .filter(|o| o.client == client && !o.done)
+        {
+            outgoing.done = true;
+        }
+    }
+
+    fn next_call_id(&mut self) -> u64 {
+        self.next_call += 1;
+        self.next_call
+    }
+}

@@ -1,0 +1,569 @@
+//! The database: the lesson's tables (task, idempotency_record, outbox_event,
+//! inbox_message, effect_ledger), lesson 003's event and snapshot tables, the
+//! quota, attempt leases and the manual-review list. A transaction is one
+//! step: it is applied whole at commit or, on `crash-before-commit`, not at
+//! all. Unique constraints are enforced by the table layout (one row per key).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::hash::Sha;
+use crate::task::{Evidence, TaskEvent, TaskState, Text};
+
+use super::ids::{ActorId, DeadLetterId, OutboxId, SignalId, TaskId};
+
+/// The one idempotency scope of this pipeline.
+pub const SCOPE: &str = "document-transform";
+/// The worker's consumer name in the inbox.
+pub const CONSUMER: &str = "document-worker";
+/// Version of the reducer recorded in snapshots.
+pub const REDUCER_VERSION: &str = "task-reducer-v1";
+
+/// An input document as the API received it, with what the pipeline derives
+/// from it once.
+#[derive(Debug)]
+pub struct Input {
+    pub value: serde_json::Value,
+    pub sha256: Sha,
+    /// The handler version the transform needs (`legacy-rtf` needs 2).
+    pub handler_needed: u64,
+}
+
+/// What the API answered a create with; replayed for a repeated key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Answer {
+    Accepted(TaskId),
+    Refused(&'static str),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordState {
+    Succeeded,
+    FailedFinal,
+    /// Only the `split-idempotency-insert` mutant leaves a record here.
+    InProgress,
+}
+
+impl RecordState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordState::Succeeded => "succeeded",
+            RecordState::FailedFinal => "failed_final",
+            RecordState::InProgress => "in_progress",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct IdempotencyRecord {
+    pub key: Text,
+    pub fingerprint: Sha,
+    pub state: RecordState,
+    pub answer: Answer,
+    pub committed_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Topic {
+    TaskWork,
+    TaskEvents,
+}
+
+impl Topic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topic::TaskWork => "task-work",
+            Topic::TaskEvents => "task-events",
+        }
+    }
+}
+
+/// What a `task-work` message asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkKind {
+    TaskCreated,
+    TaskRetry,
+    TaskRedrive,
+}
+
+impl WorkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::TaskCreated => "TaskCreated",
+            WorkKind::TaskRetry => "TaskRetryScheduled",
+            WorkKind::TaskRedrive => "TaskRedriven",
+        }
+    }
+}
+
+/// A message payload, as written in the outbox and carried by the broker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Payload {
+    Work {
+        kind: WorkKind,
+        task: TaskId,
+        attempt: u32,
+        input_sha256: Sha,
+        not_before_ms: u64,
+    },
+    Event(TaskEvent),
+}
+
+impl Payload {
+    /// SHA-256 of the payload's canonical JSON (keys sorted).
+    pub fn sha256(&self) -> Sha {
+        match self {
+            Payload::Work {
+                kind,
+                task,
+                attempt,
+                input_sha256,
+                not_before_ms,
+            } => {
+                let mut text = String::with_capacity(192);
+                text.push_str("{\"attempt\":");
+                text.push_str(&attempt.to_string());
+                text.push_str(",\"inputSha256\":\"");
+                crate::hash::push_hex(&mut text, input_sha256);
+                text.push_str("\",\"notBeforeMs\":");
+                text.push_str(&not_before_ms.to_string());
+                text.push_str(",\"taskId\":\"");
+                text.push_str(&task.to_string());
+                text.push_str("\",\"type\":\"");
+                text.push_str(kind.as_str());
+                text.push_str("\"}");
+                crate::hash::sha256(text.as_bytes())
+            }
+            Payload::Event(event) => crate::task::json::event_payload_sha256(event),
+        }
+    }
+
+    /// The copy a `tamper` fault delivers: same message id and task id, a
+    /// different body.
+    pub fn tampered(&self) -> Payload {
+        match self {
+            Payload::Work {
+                kind,
+                task,
+                attempt,
+                input_sha256,
+                not_before_ms,
+            } => {
+                let mut altered = *input_sha256;
+                altered[0] ^= 0xff;
+                Payload::Work {
+                    kind: *kind,
+                    task: *task,
+                    attempt: *attempt,
+                    input_sha256: altered,
+                    not_before_ms: *not_before_ms,
+                }
+            }
+            Payload::Event(event) => Payload::Event(event.clone()),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct OutboxRow {
+    pub id: OutboxId,
+    pub task: TaskId,
+    pub topic: Topic,
+    pub event_type: &'static str,
+    pub aggregate_version: i64,
+    pub payload: Payload,
+    pub payload_sha256: Sha,
+    pub created_ms: u64,
+    pub ready_ms: u64,
+    pub published_ms: Option<u64>,
+    pub publish_attempts: u32,
+    pub last_error: Option<&'static str>,
+    pub next_retry_ms: u64,
+    /// The publisher (and its incarnation) holding the claim, and until when.
+    pub lease: Option<(ActorId, u32, u64)>,
+    /// Its key in `Db::unpublished`: when a publisher may next claim it.
+    pub claimable_ms: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InboxState {
+    Processing,
+    Completed,
+    Failed,
+}
+
+impl InboxState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxState::Processing => "processing",
+            InboxState::Completed => "completed",
+            InboxState::Failed => "failed",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        !matches!(self, InboxState::Processing)
+    }
+}
+
+/// The recorded result of processing a message, returned to duplicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessResult {
+    Completed { task: TaskId, attempt: u32 },
+    Failed { task: TaskId, code: &'static str },
+    Cancelled { task: TaskId },
+    Superseded { task: TaskId },
+}
+
+impl ProcessResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessResult::Completed { .. } => "completed",
+            ProcessResult::Failed { .. } => "failed",
+            ProcessResult::Cancelled { .. } => "cancelled",
+            ProcessResult::Superseded { .. } => "superseded",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct InboxRow {
+    pub message: OutboxId,
+    pub payload_sha256: Sha,
+    pub state: InboxState,
+    pub result: Option<ProcessResult>,
+    /// Processing lease: holder, its incarnation, until.
+    pub lease: Option<(ActorId, u32, u64)>,
+    pub first_seen_ms: u64,
+    pub completed_ms: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EffectKind {
+    Artifact,
+    Compensation,
+}
+
+impl EffectKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectKind::Artifact => "artifact",
+            EffectKind::Compensation => "compensate",
+        }
+    }
+}
+
+/// An effect token: stable per (task, attempt, kind); every retry of the
+/// effect within the attempt uses it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Token {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub kind: EffectKind,
+    /// Non-zero only under the `new-token-on-retry` mutant.
+    pub generation: u32,
+}
+
+impl std::fmt::Display for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:attempt-{}",
+            self.task,
+            self.kind.as_str(),
+            self.attempt
+        )?;
+        if self.generation > 0 {
+            write!(f, ":retry-{}", self.generation)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EffectState {
+    Planned,
+    Started,
+    Unknown,
+    Completed,
+    Verified,
+    CompensationRequired,
+    Compensated,
+    Failed,
+}
+
+impl EffectState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectState::Planned => "planned",
+            EffectState::Started => "started",
+            EffectState::Unknown => "unknown",
+            EffectState::Completed => "completed",
+            EffectState::Verified => "verified",
+            EffectState::CompensationRequired => "compensation_required",
+            EffectState::Compensated => "compensated",
+            EffectState::Failed => "failed",
+        }
+    }
+
+    /// Still waiting for an outcome: the reconciler's business.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            EffectState::Planned
+                | EffectState::Started
+                | EffectState::Unknown
+                | EffectState::Completed
+        )
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct LedgerRow {
+    pub token: Token,
+    pub state: EffectState,
+    /// SHA-256 the effect is meant to produce.
+    pub request_sha256: Sha,
+    pub observed_sha256: Option<Sha>,
+    pub error_code: Option<&'static str>,
+    /// Who claimed the row to fence it, if anyone.
+    pub fenced_by: Option<ActorId>,
+}
+
+/// An attempt's lease, renewed by the worker's transactions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub attempt: u32,
+    pub holder: ActorId,
+    pub incarnation: u32,
+    pub until_ms: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct StoredEvent {
+    pub event: TaskEvent,
+    pub payload_sha256: Sha,
+    pub evidence: Evidence,
+    pub appended_ms: u64,
+    /// The attempt this fact is about: with the type, its semantic key.
+    pub attempt: i64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub through_sequence: i64,
+    pub state: TaskState,
+    pub state_sha256: Sha,
+}
+
+/// One task: its state row and everything keyed by it.
+#[derive(Debug)]
+pub struct TaskRow {
+    pub id: TaskId,
+    pub state: TaskState,
+    pub key: Text,
+    pub fingerprint: Sha,
+    pub input: Arc<Input>,
+    pub replay_of: Option<DeadLetterId>,
+    pub created_ms: u64,
+    pub events: Vec<StoredEvent>,
+    pub snapshots: Vec<Snapshot>,
+    pub effects: Vec<LedgerRow>,
+    pub lease: Option<Lease>,
+    pub outbox_rows: Vec<OutboxId>,
+    pub redrives: u32,
+    /// The transform's artifact (SHA-256, size), computed once.
+    pub artifact: Option<(Sha, u64)>,
+    /// Compacted: retention expired; only what invariants still need is kept.
+    pub compacted: bool,
+}
+
+impl TaskRow {
+    pub fn effect(&self, token: Token) -> Option<&LedgerRow> {
+        self.effects.iter().find(|row| row.token == token)
+    }
+
+    pub fn effect_mut(&mut self, token: Token) -> Option<&mut LedgerRow> {
+        self.effects.iter_mut().find(|row| row.token == token)
+    }
+}
+
+/// Why something sits in the manual-review list. The enumeration is closed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ReviewReason {
+    StoreCannotConfirm,
+    MessageIdPayloadConflict,
+    EventIdPayloadConflict,
+    SnapshotMismatch,
+    DeadLettered,
+}
+
+impl ReviewReason {
+    pub const ALL: [ReviewReason; 5] = [
+        ReviewReason::StoreCannotConfirm,
+        ReviewReason::MessageIdPayloadConflict,
+        ReviewReason::EventIdPayloadConflict,
+        ReviewReason::SnapshotMismatch,
+        ReviewReason::DeadLettered,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewReason::StoreCannotConfirm => "STORE_CANNOT_CONFIRM",
+            ReviewReason::MessageIdPayloadConflict => "MESSAGE_ID_PAYLOAD_CONFLICT",
+            ReviewReason::EventIdPayloadConflict => "EVENT_ID_PAYLOAD_CONFLICT",
+            ReviewReason::SnapshotMismatch => "SNAPSHOT_MISMATCH",
+            ReviewReason::DeadLettered => "DEAD_LETTERED",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ReviewItem {
+    pub task: Option<TaskId>,
+    pub reason: ReviewReason,
+    /// The message, event or token concerned, as text.
+    pub subject: String,
+    pub added_ms: u64,
+}
+
+/// A command or append the state machine refused.
+#[derive(Clone, Debug)]
+pub struct Rejection {
+    pub step: u64,
+    pub task: TaskId,
+    pub event_id: Text,
+    pub event_type: &'static str,
+    pub reason: &'static str,
+    pub actor: ActorId,
+}
+
+/// How many rejections the dump lists; the count goes on.
+pub const REJECTIONS_KEPT: usize = 10_000;
+
+#[derive(Debug, Default)]
+pub struct Db {
+    /// Dense by task id: `tasks[id.slot()]`.
+    pub tasks: Vec<TaskRow>,
+    pub idempotency: BTreeMap<Text, IdempotencyRecord>,
+    /// Dense by outbox id.
+    pub outbox: Vec<OutboxRow>,
+    /// Unpublished rows by the time they may next be claimed.
+    pub unpublished: BTreeSet<(u64, OutboxId)>,
+    pub inbox: BTreeMap<OutboxId, InboxRow>,
+    pub quota_remaining: u64,
+    pub quota_total: u64,
+    pub manual_review: Vec<ReviewItem>,
+    pub rejections: Vec<Rejection>,
+    pub rejections_total: u64,
+    /// Running or cancelling attempts by lease expiry: the reconciler's index.
+    pub lease_index: BTreeSet<(u64, TaskId)>,
+    /// Idempotency records by the time their retention may end.
+    pub retention_index: BTreeSet<(u64, Text)>,
+    /// Tasks created by replaying a dead letter, by dead-letter id.
+    pub replays: BTreeMap<DeadLetterId, TaskId>,
+    /// Event ids that do not follow the `<task>:<type>:<attempt>` form
+    /// (appended from outside), for the event-id unique constraint.
+    pub foreign_event_ids: BTreeMap<Text, (TaskId, i64)>,
+    pub next_signal: u32,
+    /// Snapshots recovery refused (dump: `snapshotReports`).
+    pub snapshot_reports: Vec<crate::world::projector::SnapshotReport>,
+}
+
+impl Db {
+    pub fn task(&self, id: TaskId) -> &TaskRow {
+        &self.tasks[id.slot()]
+    }
+
+    pub fn task_mut(&mut self, id: TaskId) -> &mut TaskRow {
+        &mut self.tasks[id.slot()]
+    }
+
+    pub fn find_task(&self, id: TaskId) -> Option<&TaskRow> {
+        self.tasks.get(id.slot())
+    }
+
+    pub fn outbox_row(&self, id: OutboxId) -> &OutboxRow {
+        &self.outbox[id.slot()]
+    }
+
+    pub fn next_task_id(&self) -> TaskId {
+        TaskId(self.tasks.len() as u32 + 1)
+    }
+
+    pub fn next_outbox_id(&self) -> OutboxId {
+        OutboxId(self.outbox.len() as u32 + 1)
+    }
+
+    pub fn next_signal_id(&mut self) -> SignalId {
+        self.next_signal += 1;
+        SignalId(self.next_signal)
+    }
+
+    /// Inserts an outbox row and indexes it for the publishers.
+    pub fn insert_outbox(&mut self, mut row: OutboxRow) {
+        assert_eq!(row.id, self.next_outbox_id());
+        row.claimable_ms = Some(row.ready_ms);
+        self.unpublished.insert((row.ready_ms, row.id));
+        self.tasks[row.task.slot()].outbox_rows.push(row.id);
+        self.outbox.push(row);
+    }
+
+    /// Moves an unpublished row to a new claimable time, or out of the
+    /// index once published.
+    pub fn reindex_outbox(&mut self, id: OutboxId, claimable: Option<u64>) {
+        let row = &mut self.outbox[id.slot()];
+        if let Some(old) = row.claimable_ms {
+            self.unpublished.remove(&(old, id));
+        }
+        row.claimable_ms = claimable;
+        if let Some(new) = claimable {
+            self.unpublished.insert((new, id));
+        }
+    }
+
+    pub fn set_lease(&mut self, task: TaskId, lease: Option<Lease>) {
+        let row = &mut self.tasks[task.slot()];
+        if let Some(old) = row.lease {
+            self.lease_index.remove(&(old.until_ms, task));
+        }
+        row.lease = lease;
+        if let Some(new) = lease {
+            self.lease_index.insert((new.until_ms, task));
+        }
+    }
+
+    pub fn review(
+        &mut self,
+        task: Option<TaskId>,
+        reason: ReviewReason,
+        subject: String,
+        now: u64,
+    ) {
+        let exists = self
+            .manual_review
+            .iter()
+            .any(|item| item.task == task && item.reason == reason && item.subject == subject);
+        if !exists {
+            self.manual_review.push(ReviewItem {
+                task,
+                reason,
+                subject,
+                added_ms: now,
+            });
+        }
+    }
+
+    pub fn in_review(&self, task: TaskId) -> bool {
+        self.manual_review
+            .iter()
+            .any(|item| item.task == Some(task))
+    }
+
+    pub fn reject(&mut self, rejection: Rejection) {
+        self.rejections_total += 1;
+        if self.rejections.len() < REJECTIONS_KEPT {
+            self.rejections.push(rejection);
+        }
+    }
+}

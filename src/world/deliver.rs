@@ -1,0 +1,164 @@
+//! The broker's own steps: hand a visible entry to a free consumer (one
+//! delivery per step), or dead-letter an entry that reached
+//! `delivery_attempts_max`. Network faults on the hand-off (duplicate copy,
+//! delay, tampered copy) happen here.
+
+use crate::faults::{FaultKind, Site};
+use crate::mutants::Mutant;
+
+use super::World;
+use super::broker::Delivery;
+use super::db::Topic;
+use super::ids::{ActorId, ActorKind, EntryId};
+use super::step::Verb;
+use super::worker::WorkerPhase;
+
+/// Deliveries the projector takes ahead (prefetch).
+pub const PROJECTOR_PREFETCH: usize = 8;
+
+impl World {
+    /// A consumer of `topic` that can take a delivery now.
+    fn free_consumer(&self, topic: Topic) -> Option<ActorId> {
+        match topic {
+            Topic::TaskWork => {
+                let count = self.workers.len();
+                (0..count)
+                    .map(|offset| (self.next_worker + offset) % count)
+                    .find(|index| self.workers[*index].free())
+                    .map(|index| ActorId::new(ActorKind::Worker, index as u16))
+            }
+            Topic::TaskEvents => (self.projector.life.up
+                && self.projector.mailbox.len() < PROJECTOR_PREFETCH)
+                .then_some(ActorId::PROJECTOR),
+        }
+    }
+
+    pub(super) fn broker_step(&mut self) -> bool {
+        let now = self.now;
+        self.broker.expire(now);
+        let mut choice: Option<(u64, EntryId, ActorId)> = None;
+        for topic in [Topic::TaskWork, Topic::TaskEvents] {
+            let Some(id) = self.broker.next_ready(topic, now) else {
+                continue;
+            };
+            let Some(consumer) = self.free_consumer(topic) else {
+                continue;
+            };
+            let visible = match self.broker.entries[&id].state {
+                super::broker::EntryState::Ready { visible_ms } => visible_ms,
+                super::broker::EntryState::InFlight { .. } => {
+                    unreachable!("ready entries are ready")
+                }
+            };
+            if choice.is_none_or(|(v, e, _)| (visible, id) < (v, e)) {
+                choice = Some((visible, id, consumer));
+            }
+        }
+        let Some((_, id, consumer)) = choice else {
+            if let Some(due) = self.broker.next_due().filter(|due| *due > now) {
+                self.poke_broker(due);
+            }
+            return false;
+        };
+        let entry = self.broker.entries[&id].clone();
+        let limit = self.config.delivery_attempts_max as u32;
+        if entry.deliveries >= limit && self.mutant != Some(Mutant::UnboundedRequeue) {
+            self.begin(ActorId::BROKER, Verb::DeadLetter);
+            let code = entry.last_error.unwrap_or("DELIVERY_ATTEMPTS_EXHAUSTED");
+            self.rec.task = Some(entry.task);
+            self.rec.message = Some(entry.message);
+            self.rec.entry = Some(id);
+            self.rec.attempt = entry.deliveries;
+            self.rec.outcome = code;
+            self.broker.dead_letter(id, code, self.handler_version, now);
+            self.touched.entries.push(id);
+            self.sometimes("dead-lettered-by-broker");
+            self.schedule_reconcile();
+            self.finish();
+            self.poke_broker(now);
+            return true;
+        }
+        self.begin(ActorId::BROKER, Verb::Deliver);
+        let deadline = now + self.config.visibility_timeout_ms;
+        let entry = self.broker.take(id, consumer, deadline).clone();
+        self.touched.entries.push(id);
+        self.touched.delivered.push((id, entry.deliveries));
+        if entry.deliveries > 1 {
+            self.sometimes("redelivered");
+        }
+        self.rec.task = Some(entry.task);
+        self.rec.message = Some(entry.message);
+        self.rec.entry = Some(id);
+        self.rec.attempt = entry.deliveries;
+        self.rec.hash = Some(entry.payload_sha256);
+        self.rec.outcome = match consumer.kind {
+            ActorKind::Worker => "to-worker",
+            _ => "to-projector",
+        };
+        let mut delivery = Delivery {
+            entry: id,
+            topic: entry.topic,
+            message: entry.message,
+            task: entry.task,
+            payload: entry.payload.clone(),
+            payload_sha256: entry.payload_sha256,
+            count: entry.deliveries,
+            tampered: false,
+            direct: false,
+        };
+        let mut arrival = now + self.latency();
+        // The hand-off's faults count per receiving consumer, so a scenario
+        // can say "the 2nd delivery to the projector".
+        let fault = self.faults.at(Site::BrokerDeliver, consumer, self.rec.step);
+        let fault = match fault {
+            // A tampered copy is the inbox's business; events carry no inbox.
+            Some(FaultKind::Tamper) if entry.topic == Topic::TaskEvents => None,
+            other => other,
+        };
+        if let Some(kind) = fault {
+            self.rec.fault = Some((Site::BrokerDeliver, kind));
+        }
+        let mut duplicate = false;
+        match fault {
+            Some(FaultKind::Delay) => {
+                let extra = self.faults.parameter(1, self.config.delay_ms_max);
+                arrival += extra;
+                self.sometimes("delivery-delayed");
+            }
+            Some(FaultKind::Tamper) => {
+                delivery.payload = delivery.payload.tampered();
+                delivery.payload_sha256 = delivery.payload.sha256();
+                delivery.tampered = true;
+            }
+            Some(FaultKind::Duplicate) => duplicate = true,
+            _ => {}
+        }
+        match consumer.kind {
+            ActorKind::Worker => {
+                let index = consumer.index as usize;
+                self.next_worker = (index + 1) % self.workers.len();
+                let delivery_id = self.new_delivery_id();
+                self.workers[index]
+                    .mailbox
+                    .push((arrival, delivery_id, delivery.clone()));
+                if duplicate {
+                    let copy_id = self.new_delivery_id();
+                    let later = arrival + self.latency();
+                    self.workers[index].mailbox.push((later, copy_id, delivery));
+                }
+                debug_assert_eq!(self.workers[index].phase, WorkerPhase::Idle);
+                self.poke(consumer, arrival);
+            }
+            _ => {
+                self.projector_receive(delivery.clone(), arrival);
+                if duplicate {
+                    let later = arrival + self.latency();
+                    self.projector_receive(delivery, later);
+                }
+            }
+        }
+        self.finish();
+        self.poke_broker(now);
+        true
+    }
+}

@@ -1,0 +1,450 @@
+//! Fencing (DESIGN §3 "Fencing"; lesson 000 §7, lesson 003 §12): before an
+//! attempt that may have an effect is failed or cancelled, its ledger row is
+//! claimed and its token fenced in the store: a good artifact is used, a bad
+//! one hidden, an absent one replaced by a hidden tombstone. Then one
+//! command settles the task. The worker (cancellation) and the reconciler
+//! (expired leases, cancellations whose worker died) share this procedure.
+
+use crate::faults::{FaultKind, Site};
+use crate::task::Status;
+
+use super::World;
+use super::db::{EffectKind, EffectState, Lease, LedgerRow, Token, WorkKind};
+use super::events::{Command, CommandOutcome};
+use super::ids::{ActorId, TaskId};
+use super::step::Verb;
+use super::store::Observed;
+
+/// Why an attempt is being fenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FencePurpose {
+    /// Its lease expired: retry (or complete, if its artifact is good).
+    Retry,
+    /// The task is cancelling: cancel (or, under completion-wins, complete
+    /// with a good artifact).
+    Cancel,
+    /// The completion was refused with `CANCELLATION_PENDING`: compensate,
+    /// then cancel.
+    CancelAfterRefusal,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FencePhase {
+    Claim,
+    Read,
+    Hide,
+    Check,
+    Resolve,
+}
+
+#[derive(Clone, Debug)]
+pub struct Fence {
+    pub task: TaskId,
+    pub attempt: u32,
+    pub purpose: FencePurpose,
+    pub phase: FencePhase,
+    /// The task version the decision is based on.
+    pub version: i64,
+    /// The artifact is good and stays: the attempt completes.
+    pub used: bool,
+    /// The artifact failed verification.
+    pub bad: bool,
+    /// A real artifact (not a tombstone) was hidden.
+    pub hid_artifact: bool,
+    pub reads: u32,
+    pub hides: u32,
+}
+
+/// Where a fence step left things.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceProgress {
+    /// Take the next fence step after this many milliseconds.
+    Next(u64),
+    /// Settled: the task completed, failed, cancelled or moved to a retry.
+    Done(Status),
+    /// Given up for now: someone else must try again later.
+    Abort(&'static str),
+}
+
+impl Fence {
+    pub fn new(task: TaskId, attempt: u32, purpose: FencePurpose) -> Fence {
+        Fence {
+            task,
+            attempt,
+            purpose,
+            phase: FencePhase::Claim,
+            version: 0,
+            used: false,
+            bad: false,
+            hid_artifact: false,
+            reads: 0,
+            hides: 0,
+        }
+    }
+
+    pub fn token(&self) -> Token {
+        Token {
+            task: self.task,
+            attempt: self.attempt,
+            kind: EffectKind::Artifact,
+            generation: 0,
+        }
+    }
+
+    pub fn verb(&self) -> Verb {
+        match self.phase {
+            FencePhase::Claim => Verb::FenceClaim,
+            FencePhase::Read => Verb::FenceRead,
+            FencePhase::Hide => Verb::FenceHide,
+            FencePhase::Check => Verb::FenceCheck,
+            FencePhase::Resolve => Verb::Resolve,
+        }
+    }
+}
+
+impl World {
+    /// One step of a fence by `actor` (whose step has begun). The ledger
+    /// row's current token is fenced, so the `new-token-on-retry` mutant's
+    /// extra tokens are caught by the invariants, not silently fenced.
+    pub fn fence_step(
+        &mut self,
+        actor: ActorId,
+        fence: &mut Fence,
+        incarnation: u32,
+    ) -> FenceProgress {
+        self.rec.task = Some(fence.task);
+        self.rec.attempt = fence.attempt;
+        self.touched.tasks.push(fence.task);
+        match fence.phase {
+            FencePhase::Claim => self.fence_claim(actor, fence, incarnation),
+            FencePhase::Read => self.fence_read(fence),
+            FencePhase::Hide => self.fence_hide(fence),
+            FencePhase::Check => self.fence_check(fence),
+            FencePhase::Resolve => self.fence_resolve(fence),
+        }
+    }
+
+    fn fence_claim(
+        &mut self,
+        actor: ActorId,
+        fence: &mut Fence,
+        incarnation: u32,
+    ) -> FenceProgress {
+        if self.commit_fault() == Some(false) {
+            return FenceProgress::Abort("crashed");
+        }
+        let state = self.db.task(fence.task).state.clone();
+        let live = matches!(state.status, Status::Running | Status::Cancelling)
+            && state.attempt == i64::from(fence.attempt);
+        if !live {
+            self.rec.outcome = "superseded";
+            return FenceProgress::Abort("superseded");
+        }
+        if fence.purpose != FencePurpose::CancelAfterRefusal {
+            fence.purpose = if state.status == Status::Cancelling {
+                FencePurpose::Cancel
+            } else {
+                FencePurpose::Retry
+            };
+        }
+        fence.version = state.version;
+        fence.used = false;
+        fence.bad = false;
+        fence.reads = 0;
+        fence.hides = 0;
+        let lease = Lease {
+            attempt: fence.attempt,
+            holder: actor,
+            incarnation,
+            until_ms: self.now + self.config.task_lease_ms,
+        };
+        self.db.set_lease(fence.task, Some(lease));
+        let token = fence.token();
+        self.touched.tokens.push(token);
+        let row = self.db.task_mut(fence.task);
+        let settled = match row.effect_mut(token) {
+            Some(ledger) => {
+                ledger.fenced_by = Some(actor);
+                matches!(ledger.state, EffectState::Compensated | EffectState::Failed)
+            }
+            None => {
+                row.effects.push(LedgerRow {
+                    token,
+                    state: EffectState::Planned,
+                    request_sha256: [0; 32],
+                    observed_sha256: None,
+                    error_code: None,
+                    fenced_by: Some(actor),
+                });
+                false
+            }
+        };
+        self.rec.outcome = "claimed";
+        self.rec.version = Some(state.version);
+        fence.phase = if settled {
+            FencePhase::Resolve
+        } else {
+            FencePhase::Read
+        };
+        FenceProgress::Next(self.latency())
+    }
+
+    /// The artifact the ledger expects for this token, if the effect was
+    /// ever planned.
+    fn expected_sha(&self, fence: &Fence) -> Option<crate::hash::Sha> {
+        self.db
+            .task(fence.task)
+            .effect(fence.token())
+            .map(|row| row.request_sha256)
+            .filter(|sha| *sha != [0; 32])
+    }
+
+    fn fence_read(&mut self, fence: &mut Fence) -> FenceProgress {
+        let token = fence.token();
+        if !self.config.store_supports_query {
+            return self.fence_without_query(fence);
+        }
+        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
+            fence.reads += 1;
+            self.rec.outcome = "timeout";
+            if fence.reads >= self.config.store_calls_max as u32 {
+                return FenceProgress::Abort("STORE_UNAVAILABLE");
+            }
+            return FenceProgress::Next(self.config.store_timeout_ms);
+        }
+        let observed = self.store.observe(token);
+        let cancel_wins = self.config.cancel_policy == crate::task::Policy::CancelWins;
+        fence.phase = match observed {
+            Observed::Absent => {
+                self.rec.outcome = "absent";
+                FencePhase::Hide
+            }
+            Observed::Tombstone => {
+                self.rec.outcome = "tombstone";
+                FencePhase::Resolve
+            }
+            Observed::Present { version, hidden } => {
+                self.rec.hash = Some(version.bytes_sha256);
+                let good = self.artifact_is_good(
+                    fence.task,
+                    fence.attempt,
+                    self.expected_sha(fence),
+                    &version,
+                );
+                fence.bad = !good;
+                if hidden {
+                    self.rec.outcome = "hidden";
+                    fence.hid_artifact = true;
+                    FencePhase::Resolve
+                } else if good {
+                    let keep = match fence.purpose {
+                        FencePurpose::Retry => true,
+                        FencePurpose::Cancel => !cancel_wins,
+                        FencePurpose::CancelAfterRefusal => false,
+                    };
+                    fence.used = keep;
+                    self.rec.outcome = if keep {
+                        "verified-used"
+                    } else {
+                        "verified-to-hide"
+                    };
+                    if keep {
+                        FencePhase::Resolve
+                    } else {
+                        FencePhase::Hide
+                    }
+                } else {
+                    self.rec.outcome = "bad";
+                    FencePhase::Hide
+                }
+            }
+        };
+        FenceProgress::Next(self.latency())
+    }
+
+    /// A store that cannot be queried: only the ledger can say whether the
+    /// effect happened. Verified rows are used; a row that never started an
+    /// effect is tombstoned; anything else cannot be confirmed.
+    fn fence_without_query(&mut self, fence: &mut Fence) -> FenceProgress {
+        let state = self
+            .db
+            .task(fence.task)
+            .effect(fence.token())
+            .map(|row| row.state);
+        let cancel_wins = self.config.cancel_policy == crate::task::Policy::CancelWins;
+        match state {
+            Some(EffectState::Verified)
+                if fence.purpose == FencePurpose::Retry
+                    || (fence.purpose == FencePurpose::Cancel && !cancel_wins) =>
+            {
+                fence.used = true;
+                fence.phase = FencePhase::Resolve;
+                self.rec.outcome = "verified-used";
+                FenceProgress::Next(self.latency())
+            }
+            Some(EffectState::Planned) | None => {
+                fence.phase = FencePhase::Hide;
+                self.rec.outcome = "never-started";
+                FenceProgress::Next(self.latency())
+            }
+            _ => {
+                self.rec.outcome = "STORE_CANNOT_CONFIRM";
+                self.db.review(
+                    Some(fence.task),
+                    super::db::ReviewReason::StoreCannotConfirm,
+                    fence.token().to_string(),
+                    self.now,
+                );
+                self.sometimes("store-cannot-confirm");
+                FenceProgress::Abort("STORE_CANNOT_CONFIRM")
+            }
+        }
+    }
+
+    fn fence_hide(&mut self, fence: &mut Fence) -> FenceProgress {
+        let token = fence.token();
+        self.touched.tokens.push(token);
+        fence.hides += 1;
+        let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
+        let delay = match self.fault(Site::StoreHide) {
+            Some(FaultKind::TimeoutBeforeCommit) => {
+                self.rec.outcome = "timeout";
+                self.config.store_timeout_ms
+            }
+            Some(FaultKind::TimeoutAfterCommit) => {
+                self.store.hide(token);
+                self.rec.outcome = "timeout";
+                self.config.store_timeout_ms
+            }
+            _ => {
+                self.store.hide(token);
+                self.rec.outcome = if had_artifact { "hidden" } else { "tombstoned" };
+                self.latency()
+            }
+        };
+        if had_artifact {
+            fence.hid_artifact = true;
+        }
+        fence.phase = FencePhase::Check;
+        FenceProgress::Next(delay)
+    }
+
+    fn fence_check(&mut self, fence: &mut Fence) -> FenceProgress {
+        if !self.config.store_supports_query {
+            // Nothing to read back with; the hide call's own answer stands.
+            fence.phase = FencePhase::Resolve;
+            self.rec.outcome = "assumed-hidden";
+            return FenceProgress::Next(self.latency());
+        }
+        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
+            fence.reads += 1;
+            self.rec.outcome = "timeout";
+            if fence.reads >= self.config.store_calls_max as u32 {
+                return FenceProgress::Abort("STORE_UNAVAILABLE");
+            }
+            return FenceProgress::Next(self.config.store_timeout_ms);
+        }
+        match self.store.observe(fence.token()) {
+            Observed::Tombstone | Observed::Present { hidden: true, .. } => {
+                self.rec.outcome = "hidden";
+                fence.phase = FencePhase::Resolve;
+                FenceProgress::Next(self.latency())
+            }
+            Observed::Absent | Observed::Present { hidden: false, .. } => {
+                self.rec.outcome = "visible";
+                if fence.hides >= self.config.store_calls_max as u32 {
+                    return FenceProgress::Abort("STORE_UNAVAILABLE");
+                }
+                fence.phase = FencePhase::Hide;
+                FenceProgress::Next(self.latency())
+            }
+        }
+    }
+
+    /// The settling transaction: the ledger row's final state and one
+    /// command through the state machine.
+    fn fence_resolve(&mut self, fence: &mut Fence) -> FenceProgress {
+        if self.commit_fault() == Some(false) {
+            return FenceProgress::Abort("crashed");
+        }
+        let token = fence.token();
+        let expected = self.expected_sha(fence);
+        let row = self.db.task_mut(fence.task);
+        if let Some(ledger) = row.effect_mut(token) {
+            if fence.used {
+                ledger.state = EffectState::Verified;
+                ledger.observed_sha256 = expected;
+            } else if fence.hid_artifact {
+                ledger.state = EffectState::Compensated;
+                if fence.bad {
+                    ledger.error_code = Some("ARTIFACT_HASH_MISMATCH");
+                }
+            } else if ledger.state.is_open() {
+                ledger.state = EffectState::Failed;
+                ledger.error_code = Some("FENCED");
+            }
+        }
+        let command = if fence.used {
+            Command::CompleteTask {
+                attempt: fence.attempt,
+                artifact_sha256: expected.unwrap_or([0; 32]),
+            }
+        } else {
+            match fence.purpose {
+                FencePurpose::Cancel | FencePurpose::CancelAfterRefusal => {
+                    Command::ConfirmCancelled
+                }
+                FencePurpose::Retry if fence.bad => Command::FailTask {
+                    attempt: fence.attempt,
+                    error_code: "ARTIFACT_HASH_MISMATCH",
+                },
+                FencePurpose::Retry if u64::from(fence.attempt) < self.config.attempts_max => {
+                    Command::FailAttempt {
+                        attempt: fence.attempt,
+                        error_code: "LEASE_EXPIRED",
+                    }
+                }
+                FencePurpose::Retry => Command::FailTask {
+                    attempt: fence.attempt,
+                    error_code: "ATTEMPTS_EXHAUSTED",
+                },
+            }
+        };
+        let retry = matches!(command, Command::FailAttempt { .. });
+        let outcome = self.execute(fence.task, fence.version, command);
+        self.rec.outcome = outcome.code();
+        match outcome {
+            CommandOutcome::Committed { .. } | CommandOutcome::Duplicate { .. } => {
+                if retry && matches!(outcome, CommandOutcome::Committed { .. }) {
+                    let not_before = self.now + self.config.retry_backoff_ms;
+                    self.insert_work_row(
+                        fence.task,
+                        WorkKind::TaskRetry,
+                        fence.attempt + 1,
+                        not_before,
+                    );
+                    self.sometimes("attempt-retried");
+                }
+                if self.db.task(fence.task).state.status == Status::Queued
+                    || self.db.task(fence.task).state.status.is_terminal()
+                {
+                    self.db.set_lease(fence.task, None);
+                }
+                if fence.hid_artifact {
+                    self.sometimes("compensation");
+                }
+                FenceProgress::Done(self.db.task(fence.task).state.status)
+            }
+            CommandOutcome::VersionConflict { .. } => {
+                if fence.purpose == FencePurpose::Retry {
+                    self.race("cancel × attempt failure");
+                }
+                fence.phase = FencePhase::Claim;
+                FenceProgress::Next(self.latency())
+            }
+            CommandOutcome::Rejected(_) | CommandOutcome::EventIdConflict => {
+                FenceProgress::Abort("rejected")
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Identifiers. Everything that reaches state, traces or dumps is named by a
+//! counter (`task-1`, `outbox-1`) or a stable fact, never by an address or a
+//! random id. Inside the world they are small integers; they are rendered as
+//! text only for humans and dumps.
+
+use std::fmt;
+
+/// The kinds of actor in the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ActorKind {
+    Client,
+    Api,
+    Publisher,
+    Broker,
+    Worker,
+    Projector,
+    Reconciler,
+    Cache,
+    Operator,
+}
+
+impl ActorKind {
+    pub const ALL: [ActorKind; 9] = [
+        ActorKind::Client,
+        ActorKind::Api,
+        ActorKind::Publisher,
+        ActorKind::Broker,
+        ActorKind::Worker,
+        ActorKind::Projector,
+        ActorKind::Reconciler,
+        ActorKind::Cache,
+        ActorKind::Operator,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActorKind::Client => "client",
+            ActorKind::Api => "api",
+            ActorKind::Publisher => "publisher",
+            ActorKind::Broker => "broker",
+            ActorKind::Worker => "worker",
+            ActorKind::Projector => "projector",
+            ActorKind::Reconciler => "reconciler",
+            ActorKind::Cache => "cache",
+            ActorKind::Operator => "operator",
+        }
+    }
+
+    /// Actors with several instances are numbered (`worker-2`); the others
+    /// are singletons named by their kind.
+    pub fn numbered(self) -> bool {
+        matches!(
+            self,
+            ActorKind::Client | ActorKind::Api | ActorKind::Publisher | ActorKind::Worker
+        )
+    }
+
+    /// Actors with volatile state that a crash wipes. The broker, the cache
+    /// and the operator are durable or outside the pipeline.
+    pub fn can_crash(self) -> bool {
+        matches!(
+            self,
+            ActorKind::Client
+                | ActorKind::Api
+                | ActorKind::Publisher
+                | ActorKind::Worker
+                | ActorKind::Projector
+                | ActorKind::Reconciler
+        )
+    }
+}
+
+/// One actor: its kind and, for numbered kinds, its 0-based index
+/// (rendered 1-based: index 0 is `worker-1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ActorId {
+    pub kind: ActorKind,
+    pub index: u16,
+}
+
+impl ActorId {
+    pub const BROKER: ActorId = ActorId::single(ActorKind::Broker);
+    pub const PROJECTOR: ActorId = ActorId::single(ActorKind::Projector);
+    pub const RECONCILER: ActorId = ActorId::single(ActorKind::Reconciler);
+    pub const CACHE: ActorId = ActorId::single(ActorKind::Cache);
+    pub const OPERATOR: ActorId = ActorId::single(ActorKind::Operator);
+
+    pub const fn single(kind: ActorKind) -> ActorId {
+        ActorId { kind, index: 0 }
+    }
+
+    pub const fn new(kind: ActorKind, index: u16) -> ActorId {
+        ActorId { kind, index }
+    }
+
+    /// Parses `worker-2`, `projector`, …
+    pub fn parse(text: &str) -> Option<ActorId> {
+        for kind in ActorKind::ALL {
+            if kind.numbered() {
+                let Some(rest) = text
+                    .strip_prefix(kind.as_str())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                else {
+                    continue;
+                };
+                if rest.is_empty()
+                    || rest.starts_with('0')
+                    || !rest.bytes().all(|b| b.is_ascii_digit())
+                {
+                    return None;
+                }
+                let number: u32 = rest.parse().ok()?;
+                if number == 0 || number > u32::from(u16::MAX) {
+                    return None;
+                }
+                return Some(ActorId::new(kind, (number - 1) as u16));
+            } else if text == kind.as_str() {
+                return Some(ActorId::single(kind));
+            }
+        }
+        None
+    }
+}
+
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.kind.numbered() {
+            write!(f, "{}-{}", self.kind.as_str(), self.index + 1)
+        } else {
+            f.write_str(self.kind.as_str())
+        }
+    }
+}
+
+macro_rules! counter_id {
+    ($name:ident, $prefix:literal) => {
+        #[doc = concat!("`", $prefix, "-N`, N counting from 1.")]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// 0-based position in the dense table that holds these rows.
+            pub fn slot(self) -> usize {
+                (self.0 - 1) as usize
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                let rest = text.strip_prefix(concat!($prefix, "-"))?;
+                if rest.is_empty()
+                    || rest.starts_with('0')
+                    || !rest.bytes().all(|b| b.is_ascii_digit())
+                {
+                    return None;
+                }
+                rest.parse().ok().filter(|n| *n > 0).map($name)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!($prefix, "-{}"), self.0)
+            }
+        }
+    };
+}
+
+counter_id!(TaskId, "task");
+counter_id!(OutboxId, "outbox");
+counter_id!(EntryId, "entry");
+counter_id!(IntentId, "intent");
+counter_id!(RequestId, "request");
+counter_id!(DeadLetterId, "dead-letter");
+counter_id!(SignalId, "sig");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actor_names_round_trip() {
+        for name in [
+            "worker-1",
+            "api-12",
+            "projector",
+            "reconciler",
+            "broker",
+            "client-3",
+        ] {
+            assert_eq!(ActorId::parse(name).unwrap().to_string(), name);
+        }
+        for bad in [
+            "worker-0",
+            "worker-",
+            "worker",
+            "projector-1",
+            "nobody",
+            "worker-01",
+        ] {
+            assert_eq!(ActorId::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn counter_ids_round_trip() {
+        assert_eq!(TaskId::parse("task-12"), Some(TaskId(12)));
+        assert_eq!(TaskId(12).to_string(), "task-12");
+        assert_eq!(TaskId::parse("task-0"), None);
+        assert_eq!(OutboxId::parse("task-1"), None);
+    }
+}

@@ -1,0 +1,647 @@
+//! The world: every actor, the durable stores, ground truth, the scheduler
+//! and the trace. `World::step` pops the next due wake, lets one actor take
+//! one atomic step, records it, checks the invariants it touched, and
+//! injects a crash if one is due. Only this module advances virtual time.
+
+pub mod broker;
+pub mod cache;
+pub mod db;
+pub mod ids;
+pub mod step;
+pub mod store;
+
+mod api;
+mod client;
+mod deliver;
+mod events;
+mod fence;
+mod operator;
+mod projector;
+mod publisher;
+mod reconciler;
+mod worker;
+
+pub use api::{ApiPhase, Call, Response};
+pub use client::{ClientOp, Outgoing};
+pub use events::{Command, CommandOutcome};
+pub use fence::{Fence, FencePhase, FencePurpose};
+pub use projector::{Model, Projector, ProjectorPhase, SnapshotReport};
+pub use reconciler::{Reconciler, ReconcilerPhase};
+pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::faults::{FaultKind, FaultRates, Injector, Site};
+use crate::fuzz::Generator;
+use crate::invariants::{Checker, Violation};
+use crate::mutants::Mutant;
+use crate::prng::{Prng, Stream};
+use crate::scenario::{Request, Scenario};
+use crate::task::Text;
+use crate::trace::{Record, Trace};
+
+use broker::Broker;
+use cache::Cache;
+use db::{Db, Input};
+use ids::{ActorId, ActorKind, IntentId, RequestId, TaskId};
+use step::Verb;
+use store::Store;
+
+/// A pending entry of the scheduler's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wake {
+    /// Issue the scripted or generated request with this index.
+    Issue(u32),
+    /// The API call with this id takes its next step.
+    Call(u64),
+    /// A client's wait for the answer to one send ran out.
+    ClientTimeout { request: RequestId, send: u32 },
+    /// A busy actor's next step (exactly one outstanding per busy actor).
+    Continue { actor: ActorId, incarnation: u32 },
+    /// Something may be there for an idle actor.
+    Poke(ActorId),
+    /// The broker may have something to deliver.
+    Broker,
+    /// A crashed actor comes back.
+    Restart(ActorId),
+    /// The fuzz workload draws its next request.
+    Workload,
+}
+
+/// Volatile bookkeeping every crashable actor has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Life {
+    pub up: bool,
+    pub incarnation: u32,
+    /// When a poke is already queued, so pokes are not piled up.
+    pub poke_at: Option<u64>,
+}
+
+impl Life {
+    pub fn new() -> Life {
+        Life {
+            up: true,
+            incarnation: 1,
+            poke_at: None,
+        }
+    }
+}
+
+/// One client intent (ground truth): the answer it first got, by when a
+/// retry must still get the same one.
+#[derive(Clone, Debug)]
+pub struct Intent {
+    pub key: Text,
+    pub fingerprint: crate::hash::Sha,
+    pub first: Option<IntentAnswer>,
+    pub replay: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntentAnswer {
+    pub answer: db::Answer,
+    /// Requests reaching an API before this time must get the same answer.
+    pub deadline_ms: u64,
+}
+
+/// What the step being taken touched, for incremental invariant checks.
+#[derive(Debug, Default)]
+pub struct Touched {
+    pub tasks: Vec<TaskId>,
+    pub keys: Vec<Text>,
+    pub tokens: Vec<db::Token>,
+    pub entries: Vec<ids::EntryId>,
+    pub cache: Vec<TaskId>,
+    pub projection: Vec<TaskId>,
+    /// Tasks created in this step.
+    pub created: Vec<TaskId>,
+    /// An API answered a request of an intent at the time it reached it.
+    pub answers: Vec<(IntentId, db::Answer, u64)>,
+    /// Worker steps about a delivery: what they did with it.
+    pub deliveries: Vec<worker::DeliveryTouch>,
+    pub delivered: Vec<(ids::EntryId, u32)>,
+}
+
+impl Touched {
+    fn clear(&mut self) {
+        self.tasks.clear();
+        self.keys.clear();
+        self.tokens.clear();
+        self.entries.clear();
+        self.cache.clear();
+        self.projection.clear();
+        self.created.clear();
+        self.answers.clear();
+        self.deliveries.clear();
+        self.delivered.clear();
+    }
+}
+
+/// Counts for summaries and coverage.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub steps_by_action: BTreeMap<step::Action, u64>,
+    pub sometimes: BTreeMap<&'static str, u64>,
+    pub transitions: BTreeMap<(crate::task::Status, crate::task::EventType), u64>,
+    pub rejections: BTreeMap<&'static str, u64>,
+    pub races: BTreeMap<&'static str, u64>,
+    pub tasks_terminal: u64,
+    pub invariant_checks: u64,
+}
+
+pub struct World {
+    pub config: Config,
+    pub mutant: Option<Mutant>,
+    pub seed: u64,
+    pub now: u64,
+    pub steps: u64,
+    queue: BinaryHeap<Reverse<(u64, u64, Wake)>>,
+    sequence: u64,
+    delays: Prng,
+    pub faults: Injector,
+    pub db: Db,
+    pub broker: Broker,
+    pub store: Store,
+    pub cache: Cache,
+    pub handler_version: u64,
+    pub requests: Vec<Request>,
+    pub outgoing: Vec<Outgoing>,
+    pub calls: BTreeMap<u64, Call>,
+    next_call: u64,
+    pub clients: Vec<Life>,
+    pub apis: Vec<Life>,
+    pub publishers: Vec<publisher::Publisher>,
+    pub workers: Vec<Worker>,
+    pub projector: Projector,
+    pub reconciler: Reconciler,
+    pub intents: Vec<Intent>,
+    intent_index: BTreeMap<(Text, crate::hash::Sha), IntentId>,
+    pub trace: Trace,
+    pub checker: Checker,
+    pub counters: Counters,
+    pub violation: Option<Violation>,
+    pub generator: Option<Generator>,
+    /// Requests are still being issued (off while draining).
+    pub workload_on: bool,
+    /// The step under way.
+    rec: Record,
+    pub touched: Touched,
+    /// A crash a fault inside the step asked for (commit crash, crash after
+    /// confirm), carried out once the step is recorded.
+    crash_now: Option<ActorId>,
+    next_delivery: u64,
+    broker_poke_at: Option<u64>,
+    next_worker: usize,
+}
+
+/// What one call to `World::step` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stepped {
+    /// A step ran.
+    Step,
+    /// Nothing is left in the queue.
+    Quiet,
+}
+
+fn blank_record() -> Record {
+    Record {
+        step: 0,
+        time_ms: 0,
+        actor: ActorId::OPERATOR,
+        verb: Verb::Send,
+        outcome: "ok",
+        task: None,
+        message: None,
+        entry: None,
+        attempt: 0,
+        version: None,
+        hash: None,
+        fault: None,
+    }
+}
+
+impl World {
+    /// Builds the world a scenario describes, with optional random fault
+    /// rates (fuzz) and workload generator.
+    pub fn new(scenario: &Scenario, rates: &FaultRates, generator: Option<Generator>) -> World {
+        let config = scenario.config.clone();
+        let seed = scenario.seed;
+        let mut world = World {
+            mutant: scenario.mutant,
+            seed,
+            now: 0,
+            steps: 0,
+            queue: BinaryHeap::new(),
+            sequence: 0,
+            delays: Prng::new(seed, Stream::Delays),
+            faults: Injector::new(scenario.faults.clone(), rates, seed),
+            db: Db {
+                quota_remaining: config.quota,
+                quota_total: config.quota,
+                ..Db::default()
+            },
+            broker: Broker::default(),
+            store: Store::default(),
+            cache: Cache::default(),
+            handler_version: config.handler_version,
+            requests: Vec::new(),
+            outgoing: Vec::new(),
+            calls: BTreeMap::new(),
+            next_call: 0,
+            clients: vec![Life::new(); config.clients as usize],
+            apis: vec![Life::new(); config.apis as usize],
+            publishers: (0..config.publishers)
+                .map(|_| publisher::Publisher::new())
+                .collect(),
+            workers: (0..config.workers).map(|_| Worker::new()).collect(),
+            projector: Projector::new(),
+            reconciler: Reconciler::new(),
+            intents: Vec::new(),
+            intent_index: BTreeMap::new(),
+            trace: Trace::new(),
+            checker: Checker::default(),
+            counters: Counters::default(),
+            violation: None,
+            generator,
+            workload_on: true,
+            rec: blank_record(),
+            touched: Touched::default(),
+            crash_now: None,
+            next_delivery: 0,
+            broker_poke_at: None,
+            next_worker: 0,
+            config,
+        };
+        for request in &scenario.requests {
+            world.add_request(request.clone());
+        }
+        if world.generator.is_some() {
+            world.schedule(0, Wake::Workload);
+        }
+        world
+    }
+
+    /// Queues a request to be issued at its time.
+    pub fn add_request(&mut self, request: Request) {
+        let index = self.requests.len() as u32;
+        let at = request.at_ms.max(self.now);
+        self.requests.push(request);
+        self.schedule(at, Wake::Issue(index));
+    }
+
+    pub fn schedule(&mut self, at: u64, wake: Wake) {
+        debug_assert!(at >= self.now);
+        self.sequence += 1;
+        self.queue.push(Reverse((at, self.sequence, wake)));
+    }
+
+    /// Time until an actor's next step: drawn from the delays stream.
+    pub fn latency(&mut self) -> u64 {
+        let (low, high) = (
+            self.config.latency_ms_min,
+            self.config.latency_ms_max.max(self.config.latency_ms_min),
+        );
+        self.delays.range(low, high)
+    }
+
+    /// Pending wakes (for convergence reports and tests).
+    pub fn pending(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn life(&self, actor: ActorId) -> Life {
+        match actor.kind {
+            ActorKind::Client => self.clients[actor.index as usize],
+            ActorKind::Api => self.apis[actor.index as usize],
+            ActorKind::Publisher => self.publishers[actor.index as usize].life,
+            ActorKind::Worker => self.workers[actor.index as usize].life,
+            ActorKind::Projector => self.projector.life,
+            ActorKind::Reconciler => self.reconciler.life,
+            ActorKind::Broker | ActorKind::Cache | ActorKind::Operator => Life::new(),
+        }
+    }
+
+    fn life_mut(&mut self, actor: ActorId) -> Option<&mut Life> {
+        match actor.kind {
+            ActorKind::Client => self.clients.get_mut(actor.index as usize),
+            ActorKind::Api => self.apis.get_mut(actor.index as usize),
+            ActorKind::Publisher => self
+                .publishers
+                .get_mut(actor.index as usize)
+                .map(|p| &mut p.life),
+            ActorKind::Worker => self
+                .workers
+                .get_mut(actor.index as usize)
+                .map(|w| &mut w.life),
+            ActorKind::Projector => Some(&mut self.projector.life),
+            ActorKind::Reconciler => Some(&mut self.reconciler.life),
+            ActorKind::Broker | ActorKind::Cache | ActorKind::Operator => None,
+        }
+    }
+
+    /// Whether an actor exists in this world's shape.
+    pub fn has_actor(&self, actor: ActorId) -> bool {
+        match actor.kind {
+            ActorKind::Client => (actor.index as usize) < self.clients.len(),
+            ActorKind::Api => (actor.index as usize) < self.apis.len(),
+            ActorKind::Publisher => (actor.index as usize) < self.publishers.len(),
+            ActorKind::Worker => (actor.index as usize) < self.workers.len(),
+            _ => actor.index == 0,
+        }
+    }
+
+    /// Wakes an idle actor at `at` unless a poke at or before then is queued.
+    pub fn poke(&mut self, actor: ActorId, at: u64) {
+        let Some(life) = self.life_mut(actor) else {
+            return;
+        };
+        if !life.up || life.poke_at.is_some_and(|queued| queued <= at) {
+            return;
+        }
+        life.poke_at = Some(at);
+        self.schedule(at, Wake::Poke(actor));
+    }
+
+    /// Schedules a busy actor's next step after `delay`.
+    pub fn continue_after(&mut self, actor: ActorId, delay: u64) {
+        let incarnation = self.life(actor).incarnation;
+        let at = self.now + delay;
+        self.schedule(at, Wake::Continue { actor, incarnation });
+    }
+
+    pub fn poke_broker(&mut self, at: u64) {
+        if self.broker_poke_at.is_some_and(|queued| queued <= at) {
+            return;
+        }
+        self.broker_poke_at = Some(at);
+        self.schedule(at, Wake::Broker);
+    }
+
+    /// Runs at most one step. Wakes that find nothing to do are consumed
+    /// without counting as steps.
+    pub fn step(&mut self) -> Stepped {
+        while let Some(Reverse((at, _, wake))) = self.queue.pop() {
+            assert!(at >= self.now, "time never runs backwards");
+            self.now = at;
+            if self.dispatch(wake) {
+                return Stepped::Step;
+            }
+        }
+        Stepped::Quiet
+    }
+
+    /// Runs one wake; true when it was a step.
+    fn dispatch(&mut self, wake: Wake) -> bool {
+        match wake {
+            Wake::Issue(index) => self.issue(index as usize),
+            Wake::Call(call) => self.api_step(call),
+            Wake::ClientTimeout { request, send } => self.client_timeout(request, send),
+            Wake::Continue { actor, incarnation } => {
+                let life = self.life(actor);
+                if !life.up || life.incarnation != incarnation {
+                    return false;
+                }
+                self.actor_step(actor, false)
+            }
+            Wake::Poke(actor) => {
+                let now = self.now;
+                let Some(life) = self.life_mut(actor) else {
+                    return false;
+                };
+                if life.poke_at == Some(now) {
+                    life.poke_at = None;
+                }
+                if !life.up {
+                    return false;
+                }
+                self.actor_step(actor, true)
+            }
+            Wake::Broker => {
+                if self.broker_poke_at == Some(self.now) {
+                    self.broker_poke_at = None;
+                }
+                self.broker_step()
+            }
+            Wake::Restart(actor) => self.restart(actor),
+            Wake::Workload => self.generate(),
+        }
+    }
+
+    fn actor_step(&mut self, actor: ActorId, poked: bool) -> bool {
+        let index = actor.index as usize;
+        match actor.kind {
+            ActorKind::Worker => self.worker_step(index, poked),
+            ActorKind::Publisher => self.publisher_step(index, poked),
+            ActorKind::Projector => self.projector_step(poked),
+            ActorKind::Reconciler => self.reconciler_step(poked),
+            _ => false,
+        }
+    }
+
+    /// Starts recording a step.
+    pub fn begin(&mut self, actor: ActorId, verb: Verb) {
+        self.rec = blank_record();
+        self.rec.step = self.steps + 1;
+        self.rec.time_ms = self.now;
+        self.rec.actor = actor;
+        self.rec.verb = verb;
+        self.touched.clear();
+        self.crash_now = None;
+    }
+
+    pub fn rec(&mut self) -> &mut Record {
+        &mut self.rec
+    }
+
+    pub fn outcome(&mut self, outcome: &'static str) {
+        self.rec.outcome = outcome;
+    }
+
+    /// Asks the injector whether a fault fires at this site now; a fired
+    /// fault is marked on the step's record.
+    pub fn fault(&mut self, site: Site) -> Option<FaultKind> {
+        let fired = self.faults.at(site, self.rec.actor, self.rec.step);
+        if let Some(kind) = fired
+            && self.rec.fault.is_none()
+        {
+            self.rec.fault = Some((site, kind));
+        }
+        fired
+    }
+
+    /// The `db.commit` site of a transaction by the current actor. Returns
+    /// `None` to go on; `Some(false)` when the transaction must not apply
+    /// (crash before commit: the caller stops); `Some(true)` when it
+    /// applies but the caller crashes after the commit.
+    pub fn commit_fault(&mut self) -> Option<bool> {
+        match self.fault(Site::DbCommit)? {
+            FaultKind::CrashBeforeCommit => {
+                self.crash_now = Some(self.rec.actor);
+                self.rec.outcome = "crash-before-commit";
+                Some(false)
+            }
+            FaultKind::CrashAfterCommit => {
+                self.crash_now = Some(self.rec.actor);
+                Some(true)
+            }
+            other => unreachable!("db.commit has no kind {other:?}"),
+        }
+    }
+
+    /// Crash the current actor once this step is recorded.
+    pub fn crash_after_step(&mut self) {
+        self.crash_now = Some(self.rec.actor);
+    }
+
+    /// Finishes the step under way: counts it, traces it, checks the
+    /// invariants it touched, and carries out a crash that is due.
+    pub fn finish(&mut self) {
+        self.steps += 1;
+        let record = std::mem::replace(&mut self.rec, blank_record());
+        let action = record.action();
+        let actor = record.actor;
+        *self.counters.steps_by_action.entry(action).or_insert(0) += 1;
+        if let Err(error) = self.trace.push(record) {
+            panic!("writing the trace failed: {error}");
+        }
+        if self.violation.is_none() {
+            self.check_step();
+        }
+        self.schedule_reconcile();
+        let crash = self.crash_now.take();
+        let drawn = if matches!(action.verb, Verb::Crash | Verb::Restart) {
+            None
+        } else {
+            self.faults.after_step(action, actor, self.steps)
+        };
+        for victim in [crash, drawn].into_iter().flatten() {
+            if self.has_actor(victim) && self.life(victim).up {
+                self.crash(victim);
+            }
+        }
+    }
+
+    /// Wipes an actor's volatile state; it restarts after a delay.
+    pub fn crash(&mut self, actor: ActorId) {
+        if !actor.kind.can_crash() {
+            return;
+        }
+        self.begin(actor, Verb::Crash);
+        self.rec.outcome = "crashed";
+        if let Some(life) = self.life_mut(actor) {
+            life.up = false;
+            life.incarnation += 1;
+            life.poke_at = None;
+        }
+        let index = actor.index as usize;
+        match actor.kind {
+            ActorKind::Client => self.client_crash(index as u16),
+            ActorKind::Api => self.calls.retain(|_, call| call.api != index as u16),
+            ActorKind::Publisher => self.publishers[index].wipe(),
+            ActorKind::Worker => self.workers[index].wipe(),
+            ActorKind::Projector => self.projector.wipe(),
+            ActorKind::Reconciler => self.reconciler.wipe(),
+            _ => {}
+        }
+        let at = self.now + self.config.restart_delay_ms;
+        self.schedule(at, Wake::Restart(actor));
+        self.finish();
+    }
+
+    fn restart(&mut self, actor: ActorId) -> bool {
+        let Some(life) = self.life_mut(actor) else {
+            return false;
+        };
+        if life.up {
+            return false;
+        }
+        life.up = true;
+        self.begin(actor, Verb::Restart);
+        self.finish();
+        match actor.kind {
+            ActorKind::Worker | ActorKind::Projector => self.poke_broker(self.now),
+            ActorKind::Publisher => self.poke(actor, self.now),
+            ActorKind::Reconciler => self.schedule_reconcile(),
+            _ => {}
+        }
+        true
+    }
+
+    /// The intent a client create belongs to: same key and input as an
+    /// earlier create, or a new one.
+    pub fn intent_for(
+        &mut self,
+        key: &Text,
+        fingerprint: crate::hash::Sha,
+        fresh: bool,
+    ) -> IntentId {
+        if !fresh && let Some(id) = self.intent_index.get(&(key.clone(), fingerprint)) {
+            return *id;
+        }
+        let id = IntentId(self.intents.len() as u32 + 1);
+        self.intents.push(Intent {
+            key: key.clone(),
+            fingerprint,
+            first: None,
+            replay: false,
+        });
+        self.intent_index.insert((key.clone(), fingerprint), id);
+        id
+    }
+
+    pub fn new_delivery_id(&mut self) -> u64 {
+        self.next_delivery += 1;
+        self.next_delivery
+    }
+
+    /// Counts a "sometimes" target reached.
+    pub fn sometimes(&mut self, target: &'static str) {
+        *self.counters.sometimes.entry(target).or_insert(0) += 1;
+    }
+
+    pub fn race(&mut self, race: &'static str) {
+        *self.counters.races.entry(race).or_insert(0) += 1;
+    }
+
+    /// Stops faults and the workload: the drain phase of a run.
+    pub fn stop_faults(&mut self) {
+        self.faults.enabled = false;
+        self.workload_on = false;
+    }
+
+    pub fn input(value: serde_json::Value) -> Arc<Input> {
+        let sha256 = crate::hash::canonical_sha256(&value);
+        let handler_needed = if value.get("format").and_then(|f| f.as_str()) == Some("legacy-rtf") {
+            2
+        } else {
+            1
+        };
+        Arc::new(Input {
+            value,
+            sha256,
+            handler_needed,
+        })
+    }
+}
+
+impl World {
+    /// The fuzz workload's next request, issued now.
+    fn generate(&mut self) -> bool {
+        if !self.workload_on {
+            return false;
+        }
+        let Some(mut generator) = self.generator.take() else {
+            return false;
+        };
+        let (request, gap) = generator.next(self.now, &self.broker.dead_letters);
+        self.generator = Some(generator);
+        let at = self.now + gap;
+        self.schedule(at, Wake::Workload);
+        let index = self.requests.len();
+        self.requests.push(request);
+        self.issue(index)
+    }
+}

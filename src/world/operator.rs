@@ -1,0 +1,136 @@
+//! Operator actions from scenario requests: bump the handler version,
+//! replay a dead letter as a NEW task, append an event from outside the
+//! pipeline, or hand an event straight to the projector.
+
+use crate::scenario::{DeadLetterRef, RequestKind};
+use crate::task::Text;
+
+use super::World;
+use super::broker::Delivery;
+use super::db::{Answer, Payload, RecordState, Topic};
+use super::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
+use super::step::Verb;
+
+impl World {
+    pub(super) fn operator_step(&mut self, kind: &RequestKind) -> bool {
+        if !self.workload_on {
+            return false;
+        }
+        match kind {
+            RequestKind::BumpHandlerVersion { version } => {
+                self.begin(ActorId::OPERATOR, Verb::BumpHandlerVersion);
+                self.handler_version = *version;
+                self.rec.outcome = "bumped";
+                self.rec.version = Some(*version as i64);
+            }
+            RequestKind::ReplayDeadLetter { dead_letter } => {
+                self.begin(ActorId::OPERATOR, Verb::ReplayDeadLetter);
+                self.replay_dead_letter(dead_letter);
+            }
+            RequestKind::AppendEvent { event } => {
+                self.begin(ActorId::OPERATOR, Verb::AppendEvent);
+                if self.commit_fault() != Some(false) {
+                    let outcome = self.append_external(event.clone());
+                    self.rec.outcome = outcome;
+                }
+            }
+            RequestKind::DeliverEvent { event } => {
+                self.begin(ActorId::OPERATOR, Verb::DeliverEvent);
+                let task = TaskId::parse(&event.task_id).unwrap_or(TaskId(u32::MAX));
+                let payload = Payload::Event(event.clone());
+                let payload_sha256 = payload.sha256();
+                let delivery = Delivery {
+                    entry: EntryId(0),
+                    topic: Topic::TaskEvents,
+                    message: OutboxId(0),
+                    task,
+                    payload,
+                    payload_sha256,
+                    count: 0,
+                    tampered: false,
+                    direct: true,
+                };
+                self.rec.task = Some(task).filter(|t| t.0 != u32::MAX);
+                self.rec.hash = Some(payload_sha256);
+                self.rec.outcome = "handed-to-projector";
+                let at = self.now;
+                self.projector_receive(delivery, at);
+            }
+            RequestKind::Create { .. }
+            | RequestKind::Cancel { .. }
+            | RequestKind::ReadStatus { .. } => {
+                unreachable!("client requests are sent by clients")
+            }
+        }
+        self.finish();
+        true
+    }
+
+    fn find_dead_letter(&self, reference: &DeadLetterRef) -> Option<DeadLetterId> {
+        let letters = &self.broker.dead_letters;
+        match reference {
+            DeadLetterRef::Id(id) => letters.get(id.slot()).map(|letter| letter.id),
+            DeadLetterRef::Message(message) => letters
+                .iter()
+                .find(|letter| letter.message == *message)
+                .map(|letter| letter.id),
+            DeadLetterRef::Task(task) => letters
+                .iter()
+                .find(|letter| letter.task == *task && letter.topic == Topic::TaskWork)
+                .map(|letter| letter.id),
+        }
+    }
+
+    /// Replays a dead letter as a NEW task linked by `replayOf`, idempotent
+    /// by the dead letter's id, outside the client quota. A terminal task
+    /// never reopens.
+    fn replay_dead_letter(&mut self, reference: &DeadLetterRef) {
+        let Some(id) = self.find_dead_letter(reference) else {
+            self.rec.outcome = "DEAD_LETTER_NOT_FOUND";
+            return;
+        };
+        if self.commit_fault() == Some(false) {
+            return;
+        }
+        if let Some(task) = self.db.replays.get(&id) {
+            self.rec.task = Some(*task);
+            self.rec.outcome = "duplicate";
+            return;
+        }
+        let letter = self
+            .broker
+            .dead_letter_by_id(id)
+            .expect("found above")
+            .clone();
+        let original = self.db.task(letter.task);
+        let (input, fingerprint) = (original.input.clone(), original.fingerprint);
+        let replays = self
+            .db
+            .replays
+            .values()
+            .filter(|task| {
+                self.db
+                    .task(**task)
+                    .replay_of
+                    .is_some_and(|d| self.broker.dead_letters[d.slot()].task == letter.task)
+            })
+            .count();
+        let base: String = original.key.chars().take(60).collect();
+        let key: Text = format!("{base}-replay-{}", replays + 1).into();
+        let task = self.insert_task(&key, &input, fingerprint, Some(id), true);
+        self.insert_record(
+            &key,
+            fingerprint,
+            RecordState::Succeeded,
+            Answer::Accepted(task),
+        );
+        self.db.replays.insert(id, task);
+        let intent = self.intent_for(&key, fingerprint, true);
+        self.intents[intent.slot()].replay = true;
+        self.touched
+            .answers
+            .push((intent, Answer::Accepted(task), self.now));
+        self.sometimes("dead-letter-replayed");
+        self.rec.outcome = "replayed";
+    }
+}

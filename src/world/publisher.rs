@@ -1,0 +1,241 @@
+//! Outbox publishers (lesson 000 §4): claim unpublished rows with a short
+//! lease in one transaction, publish each with `messageId = outboxId`, then
+//! mark the confirmed ones published with a conditional update. An unknown
+//! confirm republishes the SAME id later; an expired lease means a duplicate
+//! publish, never a lost one.
+
+use crate::faults::{FaultKind, Site};
+use crate::mutants::Mutant;
+
+use super::Life;
+use super::World;
+use super::ids::{ActorId, ActorKind, OutboxId};
+use super::step::Verb;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PublisherPhase {
+    Idle,
+    Publishing,
+    Marking,
+}
+
+/// A publisher's volatile state: what it claimed and what it heard back.
+#[derive(Clone, Debug)]
+pub struct Publisher {
+    pub life: Life,
+    pub phase: PublisherPhase,
+    pub claimed: Vec<OutboxId>,
+    pub next: usize,
+    pub confirmed: Vec<OutboxId>,
+    pub unknown: Vec<OutboxId>,
+}
+
+/// Message ids the `new-message-id-on-republish` mutant makes up.
+pub const FRESH_MESSAGE_BASE: u32 = 2_000_000_000;
+
+impl Publisher {
+    pub fn new() -> Publisher {
+        Publisher {
+            life: Life::new(),
+            phase: PublisherPhase::Idle,
+            claimed: Vec::new(),
+            next: 0,
+            confirmed: Vec::new(),
+            unknown: Vec::new(),
+        }
+    }
+
+    pub fn wipe(&mut self) {
+        self.phase = PublisherPhase::Idle;
+        self.claimed.clear();
+        self.next = 0;
+        self.confirmed.clear();
+        self.unknown.clear();
+    }
+}
+
+impl Default for Publisher {
+    fn default() -> Publisher {
+        Publisher::new()
+    }
+}
+
+impl World {
+    /// Tells idle publishers that rows may be waiting.
+    pub fn poke_publishers(&mut self) {
+        for index in 0..self.publishers.len() {
+            if self.publishers[index].phase == PublisherPhase::Idle {
+                let at = self.now + 1;
+                self.poke(ActorId::new(ActorKind::Publisher, index as u16), at);
+            }
+        }
+    }
+
+    pub(super) fn publisher_step(&mut self, index: usize, poked: bool) -> bool {
+        let actor = ActorId::new(ActorKind::Publisher, index as u16);
+        match self.publishers[index].phase {
+            PublisherPhase::Idle if poked => self.publisher_claim(index, actor),
+            PublisherPhase::Idle => false,
+            PublisherPhase::Publishing if !poked => self.publisher_publish(index, actor),
+            PublisherPhase::Marking if !poked => self.publisher_mark(index, actor),
+            _ => false,
+        }
+    }
+
+    /// The claim transaction: up to `publish_batch_max` rows due now.
+    fn publisher_claim(&mut self, index: usize, actor: ActorId) -> bool {
+        let now = self.now;
+        let due: Vec<(u64, OutboxId)> = self
+            .db
+            .unpublished
+            .iter()
+            .take_while(|(ready, _)| *ready <= now)
+            .take(self.config.publish_batch_max as usize)
+            .copied()
+            .collect();
+        if due.is_empty() {
+            if let Some((ready, _)) = self.db.unpublished.first().copied() {
+                self.poke(actor, ready);
+            }
+            return false;
+        }
+        self.begin(actor, Verb::Claim);
+        if self.commit_fault() == Some(false) {
+            self.finish();
+            return true;
+        }
+        let incarnation = self.publishers[index].life.incarnation;
+        let until = now + self.config.publish_lease_ms;
+        for (_, id) in &due {
+            self.db.reindex_outbox(*id, Some(until));
+            let row = &mut self.db.outbox[id.slot()];
+            row.lease = Some((actor, incarnation, until));
+            row.publish_attempts += 1;
+        }
+        let claimed: Vec<OutboxId> = due.iter().map(|(_, id)| *id).collect();
+        self.rec.message = claimed.first().copied();
+        self.rec.outcome = "claimed";
+        let publisher = &mut self.publishers[index];
+        publisher.claimed = claimed;
+        publisher.next = 0;
+        publisher.confirmed.clear();
+        publisher.unknown.clear();
+        publisher.phase = PublisherPhase::Publishing;
+        let crashed = self.crash_now.is_some();
+        self.finish();
+        if !crashed {
+            let delay = self.latency();
+            self.continue_after(actor, delay);
+        }
+        true
+    }
+
+    /// Publishes the next claimed row and waits for its confirm.
+    fn publisher_publish(&mut self, index: usize, actor: ActorId) -> bool {
+        let publisher = &self.publishers[index];
+        let id = publisher.claimed[publisher.next];
+        self.begin(actor, Verb::Publish);
+        let row = self.db.outbox_row(id).clone();
+        let mut message = id;
+        if self.mutant == Some(Mutant::NewMessageIdOnRepublish) && row.last_error.is_some() {
+            message = OutboxId(FRESH_MESSAGE_BASE + self.broker.published as u32);
+        }
+        let entry = self.broker.publish(
+            row.topic,
+            message,
+            row.task,
+            row.payload.clone(),
+            row.payload_sha256,
+            self.now,
+        );
+        self.touched.entries.push(entry);
+        self.rec.task = Some(row.task);
+        self.rec.message = Some(message);
+        self.rec.entry = Some(entry);
+        self.rec.hash = Some(row.payload_sha256);
+        if row.publish_attempts > 1 || row.last_error.is_some() {
+            self.sometimes("outbox-republished");
+        }
+        match self.fault(Site::PublisherConfirm) {
+            Some(FaultKind::ConfirmLost) => {
+                self.rec.outcome = "confirm-unknown";
+                self.publishers[index].unknown.push(id);
+            }
+            Some(FaultKind::CrashAfterConfirm) => {
+                self.rec.outcome = "confirmed";
+                self.publishers[index].confirmed.push(id);
+                self.crash_after_step();
+            }
+            _ => {
+                self.rec.outcome = "confirmed";
+                self.publishers[index].confirmed.push(id);
+            }
+        }
+        let publisher = &mut self.publishers[index];
+        publisher.next += 1;
+        if publisher.next == publisher.claimed.len() {
+            publisher.phase = PublisherPhase::Marking;
+        }
+        let crashed = self.crash_now.is_some();
+        self.poke_broker(self.now);
+        self.finish();
+        if !crashed {
+            let delay = self.latency();
+            self.continue_after(actor, delay);
+        }
+        true
+    }
+
+    /// Marks confirmed rows published (conditional: still unpublished) and
+    /// records unknown outcomes for a later republish under the same id.
+    fn publisher_mark(&mut self, index: usize, actor: ActorId) -> bool {
+        self.begin(actor, Verb::Mark);
+        if self.commit_fault() == Some(false) {
+            self.finish();
+            return true;
+        }
+        let now = self.now;
+        let incarnation = self.publishers[index].life.incarnation;
+        let confirmed = std::mem::take(&mut self.publishers[index].confirmed);
+        let unknown = std::mem::take(&mut self.publishers[index].unknown);
+        let mut marked = 0;
+        for id in &confirmed {
+            let row = &mut self.db.outbox[id.slot()];
+            if row.published_ms.is_some() {
+                continue;
+            }
+            row.published_ms = Some(now);
+            row.lease = None;
+            self.db.reindex_outbox(*id, None);
+            marked += 1;
+        }
+        for id in &unknown {
+            let row = &mut self.db.outbox[id.slot()];
+            let mine = row
+                .lease
+                .is_some_and(|(holder, inc, _)| holder == actor && inc == incarnation);
+            if row.published_ms.is_some() || !mine {
+                continue;
+            }
+            row.lease = None;
+            row.last_error = Some("CONFIRM_UNKNOWN");
+            row.next_retry_ms = now + self.config.publish_retry_ms;
+            let retry = row.next_retry_ms;
+            self.db.reindex_outbox(*id, Some(retry));
+        }
+        self.rec.outcome = match (marked, unknown.is_empty()) {
+            (0, true) => "already-published",
+            (_, true) => "marked",
+            (_, false) => "marked-some-unknown",
+        };
+        self.rec.message = confirmed.first().or(unknown.first()).copied();
+        let publisher = &mut self.publishers[index];
+        publisher.claimed.clear();
+        publisher.next = 0;
+        publisher.phase = PublisherPhase::Idle;
+        self.finish();
+        // More may be waiting.
+        self.poke(actor, now + 1);
+        true
+    }
+}

@@ -1,0 +1,341 @@
+//! The reconciler (lesson 000 §7, §10 step 11; lesson 003 §12): every
+//! `reconcile_every_ms` it takes work from indexes kept by expiry time —
+//! attempts whose lease expired, messages the broker dead-lettered, records
+//! whose retention may end — never by scanning every task. It observes and
+//! turns what it sees into fences, ledger updates and commands, never a
+//! direct status write; what it cannot settle goes to manual review.
+
+use crate::mutants::Mutant;
+use crate::task::Status;
+
+use super::broker::is_transient;
+use super::db::{Payload, ReviewReason, Topic, WorkKind};
+use super::fence::{Fence, FenceProgress, FencePurpose};
+use super::ids::{ActorId, DeadLetterId, TaskId};
+use super::step::Verb;
+use super::{Life, World};
+
+#[derive(Clone, Debug)]
+pub enum ReconcilerPhase {
+    Idle,
+    Fence(Fence),
+}
+
+#[derive(Clone, Debug)]
+pub struct Reconciler {
+    pub life: Life,
+    pub phase: ReconcilerPhase,
+}
+
+impl Reconciler {
+    pub fn new() -> Reconciler {
+        Reconciler {
+            life: Life::new(),
+            phase: ReconcilerPhase::Idle,
+        }
+    }
+
+    pub fn wipe(&mut self) {
+        self.phase = ReconcilerPhase::Idle;
+    }
+}
+
+impl Default for Reconciler {
+    fn default() -> Reconciler {
+        Reconciler::new()
+    }
+}
+
+/// Work the reconciler found due.
+enum Due {
+    Lease(TaskId),
+    DeadLetter(DeadLetterId),
+    Retention(crate::task::Text),
+}
+
+impl World {
+    /// The earliest time the reconciler has something to look at.
+    fn reconcile_due(&self) -> Option<u64> {
+        let lease = self.db.lease_index.first().map(|(until, _)| until + 1);
+        let retention = self.db.retention_index.first().map(|(due, _)| *due);
+        let letters = (!self.broker.unseen_dead_letters.is_empty()).then_some(self.now);
+        [lease, retention, letters].into_iter().flatten().min()
+    }
+
+    /// Wakes the reconciler at the first tick of its period at which
+    /// something is due.
+    pub fn schedule_reconcile(&mut self) {
+        if self.mutant == Some(Mutant::NoReconciler) || !self.reconciler.life.up {
+            return;
+        }
+        if !matches!(self.reconciler.phase, ReconcilerPhase::Idle) {
+            return;
+        }
+        let Some(due) = self.reconcile_due() else {
+            return;
+        };
+        let period = self.config.reconcile_every_ms;
+        let tick = due.div_ceil(period) * period;
+        let at = tick.max(self.now);
+        self.poke(ActorId::RECONCILER, at);
+    }
+
+    pub(super) fn reconciler_step(&mut self, poked: bool) -> bool {
+        match self.reconciler.phase.clone() {
+            ReconcilerPhase::Idle if poked => self.reconciler_scan(),
+            ReconcilerPhase::Idle => false,
+            ReconcilerPhase::Fence(_) if poked => false,
+            ReconcilerPhase::Fence(mut fence) => {
+                self.begin(ActorId::RECONCILER, fence.verb());
+                let incarnation = self.reconciler.life.incarnation;
+                let progress = self.fence_step(ActorId::RECONCILER, &mut fence, incarnation);
+                match progress {
+                    FenceProgress::Next(delay) => {
+                        self.reconciler.phase = ReconcilerPhase::Fence(fence);
+                        self.finish();
+                        if self.reconciler.life.up {
+                            self.continue_after(ActorId::RECONCILER, delay);
+                        }
+                    }
+                    FenceProgress::Done(_) | FenceProgress::Abort(_) => {
+                        self.reconciler.phase = ReconcilerPhase::Idle;
+                        self.finish();
+                        let at = self.now + self.latency();
+                        self.poke(ActorId::RECONCILER, at);
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    fn next_due_item(&self) -> Option<Due> {
+        let now = self.now;
+        if let Some((until, task)) = self.db.lease_index.first()
+            && *until < now
+        {
+            return Some(Due::Lease(*task));
+        }
+        if let Some(id) = self.broker.unseen_dead_letters.first() {
+            return Some(Due::DeadLetter(*id));
+        }
+        if let Some((due, key)) = self.db.retention_index.first()
+            && *due <= now
+        {
+            return Some(Due::Retention(key.clone()));
+        }
+        None
+    }
+
+    fn reconciler_scan(&mut self) -> bool {
+        let Some(item) = self.next_due_item() else {
+            self.schedule_reconcile();
+            return false;
+        };
+        match item {
+            Due::Lease(task) => self.reconcile_lease(task),
+            Due::DeadLetter(id) => self.reconcile_dead_letter(id),
+            Due::Retention(key) => self.expire_record(key),
+        }
+        let at = self.now + self.latency();
+        if matches!(self.reconciler.phase, ReconcilerPhase::Idle) {
+            self.poke(ActorId::RECONCILER, at);
+        } else if self.reconciler.life.up {
+            self.continue_after(ActorId::RECONCILER, at - self.now);
+        }
+        true
+    }
+
+    /// An attempt whose lease expired: fence it (its worker is gone or too
+    /// slow), unless the task waits for a human.
+    fn reconcile_lease(&mut self, task: TaskId) {
+        self.begin(ActorId::RECONCILER, Verb::Scan);
+        self.rec.task = Some(task);
+        let state = self.db.task(task).state.clone();
+        let lease = self.db.task(task).lease.expect("indexed leases exist");
+        self.rec.attempt = lease.attempt;
+        let live = matches!(state.status, Status::Running | Status::Cancelling)
+            && state.attempt == i64::from(lease.attempt);
+        if !live || self.db.in_review(task) {
+            self.db.set_lease(task, None);
+            self.rec.outcome = if live {
+                "in-manual-review"
+            } else {
+                "stale-lease"
+            };
+        } else {
+            let purpose = if state.status == Status::Cancelling {
+                FencePurpose::Cancel
+            } else {
+                FencePurpose::Retry
+            };
+            self.rec.outcome = "lease-expired";
+            self.sometimes("lease-expired-fenced");
+            self.reconciler.phase =
+                ReconcilerPhase::Fence(Fence::new(task, lease.attempt, purpose));
+        }
+        self.finish();
+    }
+
+    /// A dead letter: re-drive a transiently dead-lettered task (a fresh
+    /// outbox row for the same attempt) within its budget, else review.
+    fn reconcile_dead_letter(&mut self, id: DeadLetterId) {
+        self.broker.unseen_dead_letters.retain(|seen| *seen != id);
+        let letter = self
+            .broker
+            .dead_letter_by_id(id)
+            .expect("listed dead letters exist")
+            .clone();
+        let task = letter.task;
+        let live_task = self
+            .db
+            .find_task(task)
+            .is_some_and(|row| !row.state.status.is_terminal());
+        let transient = is_transient(letter.error_code);
+        let message_live = self.broker.has_live_message(letter.message);
+        if !transient || !live_task || message_live {
+            self.begin(ActorId::RECONCILER, Verb::Scan);
+            self.rec.task = Some(task);
+            self.rec.message = Some(letter.message);
+            self.rec.outcome = if transient {
+                "nothing-to-redrive"
+            } else {
+                "not-transient"
+            };
+            self.finish();
+            return;
+        }
+        let redrives = self.db.task(task).redrives;
+        if u64::from(redrives) >= self.config.redrive_max {
+            self.begin(ActorId::RECONCILER, Verb::Review);
+            self.rec.task = Some(task);
+            self.rec.message = Some(letter.message);
+            if self.commit_fault() != Some(false) {
+                self.db.review(
+                    Some(task),
+                    ReviewReason::DeadLettered,
+                    letter.message.to_string(),
+                    self.now,
+                );
+                self.rec.outcome = "DEAD_LETTERED";
+                self.sometimes("dead-letter-to-review");
+            }
+            self.finish();
+            return;
+        }
+        self.begin(ActorId::RECONCILER, Verb::Redrive);
+        self.rec.task = Some(task);
+        if self.commit_fault() == Some(false) {
+            self.finish();
+            return;
+        }
+        self.db.task_mut(task).redrives += 1;
+        match (&letter.payload, letter.topic) {
+            (Payload::Work { attempt, .. }, Topic::TaskWork) => {
+                let attempt = *attempt;
+                self.insert_work_row(task, WorkKind::TaskRedrive, attempt, self.now);
+            }
+            (Payload::Event(event), _) => {
+                self.republish_event(task, event.clone(), letter.payload_sha256);
+            }
+            (Payload::Work { .. }, Topic::TaskEvents) => unreachable!("work rides task-work"),
+        }
+        self.rec.outcome = "redriven";
+        self.sometimes("dead-letter-redriven");
+        self.finish();
+    }
+
+    fn republish_event(
+        &mut self,
+        task: TaskId,
+        event: crate::task::TaskEvent,
+        sha: crate::hash::Sha,
+    ) {
+        let id = self.db.next_outbox_id();
+        let now = self.now;
+        self.db.insert_outbox(super::db::OutboxRow {
+            id,
+            task,
+            topic: Topic::TaskEvents,
+            event_type: event.event_type().as_str(),
+            aggregate_version: event.sequence,
+            payload: Payload::Event(event),
+            payload_sha256: sha,
+            created_ms: now,
+            ready_ms: now,
+            published_ms: None,
+            publish_attempts: 0,
+            last_error: None,
+            next_retry_ms: now,
+            lease: None,
+            claimable_ms: None,
+        });
+        self.rec.message = Some(id);
+        self.poke_publishers();
+    }
+
+    /// Ends an idempotency record's retention once its task is terminal,
+    /// its outbox rows published and its effects reconciled (lesson 000
+    /// §3.3); otherwise looks again later.
+    fn expire_record(&mut self, key: crate::task::Text) {
+        let due = self
+            .db
+            .retention_index
+            .first()
+            .map(|(due, _)| *due)
+            .expect("due");
+        self.db.retention_index.remove(&(due, key.clone()));
+        self.begin(ActorId::RECONCILER, Verb::Expire);
+        self.touched.keys.push(key.clone());
+        if self.commit_fault() == Some(false) {
+            self.db.retention_index.insert((due, key));
+            self.finish();
+            return;
+        }
+        let Some(record) = self.db.idempotency.get(&key).cloned() else {
+            self.rec.outcome = "gone";
+            self.finish();
+            return;
+        };
+        let task = match record.answer {
+            super::db::Answer::Accepted(task) => Some(task),
+            super::db::Answer::Refused(_) => None,
+        };
+        self.rec.task = task;
+        let early = self.mutant == Some(Mutant::EarlyIdempotencyExpiry);
+        let finished = early || task.is_none_or(|task| self.task_finished(task));
+        if finished {
+            self.db.idempotency.remove(&key);
+            self.rec.outcome = "expired";
+            self.sometimes("idempotency-record-expired");
+            if let Some(task) = task {
+                self.compact_task(task);
+            }
+        } else {
+            let again = self.now + self.config.reconcile_every_ms;
+            self.db.retention_index.insert((again, key));
+            self.rec.outcome = "kept";
+            self.sometimes("retention-kept-unfinished");
+        }
+        self.finish();
+    }
+
+    /// Terminal, every outbox row published, no effect left open.
+    pub fn task_finished(&self, task: TaskId) -> bool {
+        let row = self.db.task(task);
+        row.state.status.is_terminal()
+            && row
+                .outbox_rows
+                .iter()
+                .all(|id| self.db.outbox_row(*id).published_ms.is_some())
+            && row.effects.iter().all(|ledger| !ledger.state.is_open())
+    }
+}
+
+impl World {
+    /// Marks a task whose retention ended. Its record is gone; what the
+    /// invariants still need (the key's one task) stays.
+    pub fn compact_task(&mut self, task: TaskId) {
+        self.db.task_mut(task).compacted = true;
+    }
+}

@@ -1,0 +1,204 @@
+//! Step names: every atomic action an actor can take, named
+//! `<actor kind>.<verb>` (`worker.put`). These names appear in traces, in
+//! stories and in scenario `after = "…"` placements; keep them stable.
+
+use std::fmt;
+
+use super::ids::ActorKind;
+
+macro_rules! verbs {
+    ($( $variant:ident = $text:literal ),* $(,)?) => {
+        /// What a step did, independent of which actor did it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Verb { $( $variant, )* }
+
+        impl Verb {
+            pub const ALL: &'static [Verb] = &[ $( Verb::$variant, )* ];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $( Verb::$variant => $text, )* }
+            }
+        }
+    };
+}
+
+verbs! {
+    Send = "send",
+    Retry = "retry",
+    GiveUp = "give-up",
+    Create = "create",
+    InsertRecord = "insert-record",
+    CreateTask = "create-task",
+    ReadQuota = "read-quota",
+    Publish = "publish",
+    Cancel = "cancel",
+    ReadCache = "read-cache",
+    ReadDb = "read-db",
+    FillCache = "fill-cache",
+    Respond = "respond",
+    Claim = "claim",
+    Mark = "mark",
+    Deliver = "deliver",
+    DeadLetter = "dead-letter",
+    Register = "register",
+    Start = "start",
+    Plan = "plan",
+    Put = "put",
+    RecordUnknown = "record-unknown",
+    ReadBack = "read-back",
+    Verify = "verify",
+    Recheck = "recheck",
+    Reload = "reload",
+    Expire = "expire",
+    Complete = "complete",
+    Ack = "ack",
+    Nack = "nack",
+    Quarantine = "quarantine",
+    FailPoison = "fail-poison",
+    Compensate = "compensate",
+    CheckHidden = "check-hidden",
+    Fail = "fail",
+    FenceClaim = "fence-claim",
+    FenceRead = "fence-read",
+    FenceHide = "fence-hide",
+    FenceCheck = "fence-check",
+    Resolve = "resolve",
+    Apply = "apply",
+    Invalidate = "invalidate",
+    Refetch = "refetch",
+    Rebuild = "rebuild",
+    Scan = "scan",
+    Redrive = "redrive",
+    Review = "review",
+    BumpHandlerVersion = "bump-handler-version",
+    ReplayDeadLetter = "replay-dead-letter",
+    AppendEvent = "append-event",
+    DeliverEvent = "deliver-event",
+    Crash = "crash",
+    Restart = "restart",
+}
+
+/// A step name: which kind of actor did which verb.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Action {
+    pub kind: ActorKind,
+    pub verb: Verb,
+}
+
+impl Action {
+    pub const fn new(kind: ActorKind, verb: Verb) -> Action {
+        Action { kind, verb }
+    }
+
+    /// Parses `worker.put`; only names in `STEP_NAMES` are steps.
+    pub fn parse(text: &str) -> Option<Action> {
+        let (kind, verb) = text.split_once('.')?;
+        let kind = ActorKind::ALL.into_iter().find(|k| k.as_str() == kind)?;
+        let verb = Verb::ALL.iter().copied().find(|v| v.as_str() == verb)?;
+        let action = Action::new(kind, verb);
+        STEP_NAMES.contains(&action).then_some(action)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.kind.as_str(), self.verb.as_str())
+    }
+}
+
+use ActorKind as K;
+use Verb as V;
+
+const fn a(kind: ActorKind, verb: Verb) -> Action {
+    Action::new(kind, verb)
+}
+
+/// Every step the world can take, by actor kind. Crash and restart apply
+/// to every actor that can crash.
+pub const STEP_NAMES: &[Action] = &[
+    a(K::Client, V::Send),
+    a(K::Client, V::Retry),
+    a(K::Client, V::GiveUp),
+    a(K::Client, V::Crash),
+    a(K::Client, V::Restart),
+    a(K::Api, V::Create),
+    a(K::Api, V::InsertRecord),
+    a(K::Api, V::CreateTask),
+    a(K::Api, V::ReadQuota),
+    a(K::Api, V::Publish),
+    a(K::Api, V::Cancel),
+    a(K::Api, V::ReadCache),
+    a(K::Api, V::ReadDb),
+    a(K::Api, V::FillCache),
+    a(K::Api, V::Respond),
+    a(K::Api, V::Crash),
+    a(K::Api, V::Restart),
+    a(K::Publisher, V::Claim),
+    a(K::Publisher, V::Publish),
+    a(K::Publisher, V::Mark),
+    a(K::Publisher, V::Crash),
+    a(K::Publisher, V::Restart),
+    a(K::Broker, V::Deliver),
+    a(K::Broker, V::DeadLetter),
+    a(K::Worker, V::Register),
+    a(K::Worker, V::Start),
+    a(K::Worker, V::Plan),
+    a(K::Worker, V::Put),
+    a(K::Worker, V::RecordUnknown),
+    a(K::Worker, V::ReadBack),
+    a(K::Worker, V::Verify),
+    a(K::Worker, V::Recheck),
+    a(K::Worker, V::Reload),
+    a(K::Worker, V::Complete),
+    a(K::Worker, V::Ack),
+    a(K::Worker, V::Nack),
+    a(K::Worker, V::Quarantine),
+    a(K::Worker, V::FailPoison),
+    a(K::Worker, V::DeadLetter),
+    a(K::Worker, V::Compensate),
+    a(K::Worker, V::CheckHidden),
+    a(K::Worker, V::Fail),
+    a(K::Worker, V::FenceClaim),
+    a(K::Worker, V::FenceRead),
+    a(K::Worker, V::FenceHide),
+    a(K::Worker, V::FenceCheck),
+    a(K::Worker, V::Resolve),
+    a(K::Worker, V::Crash),
+    a(K::Worker, V::Restart),
+    a(K::Projector, V::Apply),
+    a(K::Projector, V::Invalidate),
+    a(K::Projector, V::Refetch),
+    a(K::Projector, V::Rebuild),
+    a(K::Projector, V::Ack),
+    a(K::Projector, V::Crash),
+    a(K::Projector, V::Restart),
+    a(K::Reconciler, V::Scan),
+    a(K::Reconciler, V::FenceClaim),
+    a(K::Reconciler, V::FenceRead),
+    a(K::Reconciler, V::FenceHide),
+    a(K::Reconciler, V::FenceCheck),
+    a(K::Reconciler, V::Resolve),
+    a(K::Reconciler, V::Redrive),
+    a(K::Reconciler, V::Review),
+    a(K::Reconciler, V::Expire),
+    a(K::Reconciler, V::Crash),
+    a(K::Reconciler, V::Restart),
+    a(K::Operator, V::BumpHandlerVersion),
+    a(K::Operator, V::ReplayDeadLetter),
+    a(K::Operator, V::AppendEvent),
+    a(K::Operator, V::DeliverEvent),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_step_name_parses_back() {
+        for action in STEP_NAMES {
+            assert_eq!(Action::parse(&action.to_string()), Some(*action));
+        }
+        assert_eq!(Action::parse("worker.fly"), None);
+        assert_eq!(Action::parse("broker.put"), None);
+    }
+}

@@ -1,0 +1,1255 @@
+//! Workers on `task-work` (lesson 000 §6-§8, lesson 003; DESIGN §3
+//! "Process"): inbox registration, start through the state machine, the
+//! artifact effect planned in the ledger under a stable token, put, read
+//! back and verify, recheck, complete in one transaction, ack. Each arm of
+//! `worker_step` is one atomic step; the phase says how far the worker got.
+
+use crate::faults::{FaultKind, Site};
+use crate::hash::{Sha, sha256};
+use crate::mutants::Mutant;
+use crate::task::Status;
+
+use super::broker::Delivery;
+use super::db::{
+    EffectKind, EffectState, InboxRow, InboxState, Lease, LedgerRow, Payload, ProcessResult,
+    ReviewReason, Token,
+};
+use super::events::{Command, CommandOutcome};
+use super::fence::{Fence, FenceProgress, FencePurpose};
+use super::ids::{ActorId, ActorKind, TaskId};
+use super::step::Verb;
+use super::store::{Metadata, Observed, Version};
+use super::{Life, World};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkerPhase {
+    Idle,
+    /// Only after `ack-before-process` acked on receipt.
+    Register,
+    Start,
+    Plan,
+    Put,
+    RecordUnknown,
+    ReadBack,
+    Verify {
+        good: bool,
+    },
+    Recheck,
+    Complete,
+    Ack,
+    Nack(&'static str),
+    Quarantine,
+    FailPoison(&'static str),
+    DeadLetter(&'static str),
+    Compensate,
+    CheckHidden,
+    Fail,
+    Reload,
+    Fence,
+}
+
+/// What a worker step did with a delivery, for the inbox invariants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeliveryAct {
+    /// Registered in the inbox (message id, payload hash).
+    Register,
+    /// A step that processes it: state machine, ledger or store.
+    Work,
+    Ack(Option<ProcessResult>),
+    Nack,
+    Quarantine,
+    /// Let go without an answer (it comes back after its visibility timeout).
+    Drop,
+}
+
+/// One act on one delivery, with what identifies its content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeliveryTouch {
+    pub delivery: u64,
+    pub message: super::ids::OutboxId,
+    pub payload_sha256: Sha,
+    pub act: DeliveryAct,
+}
+
+/// The delivery a worker is processing and how far it got.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub delivery: Delivery,
+    pub delivery_id: u64,
+    pub task: TaskId,
+    pub attempt: u32,
+    pub version: i64,
+    pub token: Token,
+    pub puts: u32,
+    pub reads: u32,
+    pub hides: u32,
+    pub result: Option<ProcessResult>,
+    pub fence: Option<Fence>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Worker {
+    pub life: Life,
+    pub phase: WorkerPhase,
+    pub job: Option<Job>,
+    /// Deliveries handed over, by arrival time.
+    pub mailbox: Vec<(u64, u64, Delivery)>,
+}
+
+impl Worker {
+    pub fn new() -> Worker {
+        Worker {
+            life: Life::new(),
+            phase: WorkerPhase::Idle,
+            job: None,
+            mailbox: Vec::new(),
+        }
+    }
+
+    pub fn wipe(&mut self) {
+        self.phase = WorkerPhase::Idle;
+        self.job = None;
+        self.mailbox.clear();
+    }
+
+    /// Free for the broker: up, idle, nothing on the way.
+    pub fn free(&self) -> bool {
+        self.life.up && self.phase == WorkerPhase::Idle && self.mailbox.is_empty()
+    }
+}
+
+impl Default for Worker {
+    fn default() -> Worker {
+        Worker::new()
+    }
+}
+
+/// What the transform writes for a task: canonical JSON of the normalized
+/// input, the schema version and the task id, plus a newline.
+pub fn artifact_for(task: TaskId, input: &serde_json::Value) -> (Sha, u64) {
+    let value = serde_json::json!({
+        "normalized": input,
+        "schemaVersion": 1,
+        "taskId": task.to_string(),
+    });
+    let mut bytes = crate::hash::canonical_json(&value);
+    bytes.push('\n');
+    (sha256(bytes.as_bytes()), bytes.len() as u64)
+}
+
+impl World {
+    /// The artifact a task's transform produces (computed once per task).
+    pub fn expected_artifact(&mut self, task: TaskId) -> (Sha, u64) {
+        if let Some(artifact) = self.db.task(task).artifact {
+            return artifact;
+        }
+        let artifact = artifact_for(task, &self.db.task(task).input.value);
+        self.db.task_mut(task).artifact = Some(artifact);
+        artifact
+    }
+
+    /// Read-back verification: task id, attempt, size and SHA-256 of both
+    /// the bytes and the metadata.
+    pub fn artifact_is_good(
+        &mut self,
+        task: TaskId,
+        attempt: u32,
+        expected: Option<Sha>,
+        version: &Version,
+    ) -> bool {
+        let (sha, size) = self.expected_artifact(task);
+        let Some(expected) = expected else {
+            return false;
+        };
+        expected == sha
+            && version.bytes_sha256 == sha
+            && version.size == size
+            && version.metadata
+                == Metadata {
+                    task,
+                    attempt,
+                    size,
+                    sha256: sha,
+                }
+    }
+
+    fn worker_actor(index: usize) -> ActorId {
+        ActorId::new(ActorKind::Worker, index as u16)
+    }
+
+    pub(super) fn worker_step(&mut self, index: usize, poked: bool) -> bool {
+        if self.workers[index].phase == WorkerPhase::Idle {
+            return poked && self.worker_take(index);
+        }
+        if poked {
+            return false;
+        }
+        let actor = World::worker_actor(index);
+        let phase = self.workers[index].phase.clone();
+        let mut job = self.workers[index]
+            .job
+            .take()
+            .expect("a busy worker has a job");
+        self.begin(actor, verb_of(&phase, &job));
+        self.rec.task = Some(job.task);
+        self.rec.message = Some(job.delivery.message);
+        self.rec.entry = Some(job.delivery.entry);
+        self.rec.attempt = job.attempt;
+        let next = match phase {
+            WorkerPhase::Idle => unreachable!("handled above"),
+            WorkerPhase::Register => {
+                self.touch_delivery(&job, DeliveryAct::Register);
+                self.worker_register(index, &mut job)
+            }
+            WorkerPhase::Start => self.worker_start(&mut job),
+            WorkerPhase::Plan => self.worker_plan(&mut job),
+            WorkerPhase::Put => self.worker_put(&mut job),
+            WorkerPhase::RecordUnknown => self.worker_record_unknown(&mut job),
+            WorkerPhase::ReadBack => self.worker_read_back(&mut job),
+            WorkerPhase::Verify { good } => self.worker_verify(&mut job, good),
+            WorkerPhase::Recheck | WorkerPhase::Reload => {
+                self.worker_reload(&mut job, phase == WorkerPhase::Recheck)
+            }
+            WorkerPhase::Complete => self.worker_complete(&mut job),
+            WorkerPhase::Ack => self.worker_ack(&mut job),
+            WorkerPhase::Nack(code) => self.worker_nack(&mut job, code),
+            WorkerPhase::Quarantine => self.worker_quarantine(&mut job),
+            WorkerPhase::FailPoison(code) => self.worker_fail_poison(&mut job, code),
+            WorkerPhase::DeadLetter(code) => self.worker_dead_letter(&mut job, code),
+            WorkerPhase::Compensate => self.worker_compensate(&mut job),
+            WorkerPhase::CheckHidden => self.worker_check_hidden(&mut job),
+            WorkerPhase::Fail => self.worker_fail(&mut job),
+            WorkerPhase::Fence => self.worker_fence(&mut job, index),
+        };
+        self.settle(index, job, next);
+        true
+    }
+
+    /// After a step: record it, then go on to the next phase or fall idle.
+    fn settle(&mut self, index: usize, job: Job, next: Step) {
+        let crashed = self.crash_now.is_some();
+        match next {
+            Step::Next(phase, delay) if !crashed => {
+                if phase_processes(&phase) {
+                    self.touch_delivery(&job, DeliveryAct::Work);
+                }
+                self.workers[index].phase = phase;
+                self.workers[index].job = Some(job);
+                self.finish();
+                if self.workers[index].life.up {
+                    self.continue_after(World::worker_actor(index), delay);
+                }
+            }
+            Step::Next(..) | Step::Done => {
+                if crashed {
+                    self.touch_delivery(&job, DeliveryAct::Drop);
+                }
+                self.workers[index].phase = WorkerPhase::Idle;
+                self.finish();
+                self.worker_idle(index);
+            }
+        }
+    }
+
+    fn touch_delivery(&mut self, job: &Job, act: DeliveryAct) {
+        self.touched.deliveries.push(DeliveryTouch {
+            delivery: job.delivery_id,
+            message: job.delivery.message,
+            payload_sha256: job.delivery.payload_sha256,
+            act,
+        });
+    }
+
+    /// A worker fell idle: take what is in its mailbox, or ask the broker.
+    fn worker_idle(&mut self, index: usize) {
+        let worker = &self.workers[index];
+        if !worker.life.up {
+            return;
+        }
+        match worker.mailbox.iter().map(|(arrival, _, _)| *arrival).min() {
+            Some(arrival) => {
+                let at = arrival.max(self.now);
+                self.poke(World::worker_actor(index), at);
+            }
+            None => self.poke_broker(self.now),
+        }
+    }
+
+    /// Takes the next arrived delivery and registers it: the first step of
+    /// processing is the inbox transaction.
+    fn worker_take(&mut self, index: usize) -> bool {
+        let now = self.now;
+        let worker = &mut self.workers[index];
+        let Some(position) = worker
+            .mailbox
+            .iter()
+            .enumerate()
+            .filter(|(_, (arrival, _, _))| *arrival <= now)
+            .min_by_key(|(_, (arrival, id, _))| (*arrival, *id))
+            .map(|(position, _)| position)
+        else {
+            self.worker_idle(index);
+            return false;
+        };
+        let (_, delivery_id, delivery) = worker.mailbox.remove(position);
+        let Payload::Work { task, attempt, .. } = delivery.payload else {
+            unreachable!("workers only consume task-work");
+        };
+        let mut job = Job {
+            delivery_id,
+            task,
+            attempt,
+            version: 0,
+            token: Token {
+                task,
+                attempt,
+                kind: EffectKind::Artifact,
+                generation: 0,
+            },
+            puts: 0,
+            reads: 0,
+            hides: 0,
+            result: None,
+            fence: None,
+            delivery,
+        };
+        let actor = World::worker_actor(index);
+        if self.mutant == Some(Mutant::AckBeforeProcess) {
+            // Acks on receipt, then processes: a crash now loses the work.
+            self.begin(actor, Verb::Ack);
+            self.rec.task = Some(task);
+            self.rec.entry = Some(job.delivery.entry);
+            self.broker.ack(job.delivery.entry);
+            self.touched.entries.push(job.delivery.entry);
+            self.rec.outcome = "acked-on-receipt";
+            let delay = self.latency();
+            self.settle(index, job, Step::Next(WorkerPhase::Register, delay));
+            return true;
+        }
+        self.begin(actor, Verb::Register);
+        self.rec.task = Some(task);
+        self.rec.message = Some(job.delivery.message);
+        self.rec.entry = Some(job.delivery.entry);
+        self.rec.attempt = attempt;
+        self.rec.hash = Some(job.delivery.payload_sha256);
+        self.touch_delivery(&job, DeliveryAct::Register);
+        let next = self.worker_register(index, &mut job);
+        self.settle(index, job, next);
+        true
+    }
+
+    /// The inbox transaction (DESIGN §3 Process step 1), which also reads
+    /// the task and decides (step 2).
+    fn worker_register(&mut self, index: usize, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        let now = self.now;
+        let actor = World::worker_actor(index);
+        let incarnation = self.workers[index].life.incarnation;
+        let message = job.delivery.message;
+        let hash = job.delivery.payload_sha256;
+        let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
+        let dedupe = self.mutant != Some(Mutant::NoInboxDedupe);
+        match self.db.inbox.get(&message).cloned() {
+            Some(row) if dedupe && row.payload_sha256 != hash => {
+                if self.mutant == Some(Mutant::NoInboxHashCheck) {
+                    // Treated as a plain duplicate.
+                    if let Some(result) = row.result.filter(|_| row.state.is_final()) {
+                        job.result = Some(result);
+                        self.rec.outcome = "duplicate";
+                        return Step::Next(WorkerPhase::Ack, self.latency());
+                    }
+                    self.rec.outcome = "in-progress";
+                    self.touch_delivery(job, DeliveryAct::Drop);
+                    return Step::Done;
+                }
+                self.rec.outcome = "MESSAGE_ID_PAYLOAD_CONFLICT";
+                self.db.review(
+                    Some(job.task),
+                    ReviewReason::MessageIdPayloadConflict,
+                    message.to_string(),
+                    now,
+                );
+                self.sometimes("inbox-conflict-quarantined");
+                return Step::Next(WorkerPhase::Quarantine, self.latency());
+            }
+            Some(row) if dedupe && row.state.is_final() => {
+                job.result = row.result;
+                self.rec.outcome = "duplicate";
+                self.sometimes("duplicate-absorbed-by-inbox");
+                return Step::Next(WorkerPhase::Ack, self.latency());
+            }
+            Some(row) if dedupe => {
+                let held = row.lease.is_some_and(|(holder, inc, until)| {
+                    until > now && (holder, inc) != (actor, incarnation)
+                });
+                if held {
+                    self.rec.outcome = "lease-held";
+                    self.sometimes("inbox-lease-held");
+                    self.touch_delivery(job, DeliveryAct::Drop);
+                    return Step::Done;
+                }
+                self.db.inbox.get_mut(&message).expect("row exists").lease = lease;
+            }
+            _ => {
+                self.db.inbox.insert(
+                    message,
+                    InboxRow {
+                        message,
+                        payload_sha256: hash,
+                        state: InboxState::Processing,
+                        result: None,
+                        lease,
+                        first_seen_ms: now,
+                        completed_ms: None,
+                    },
+                );
+            }
+        }
+        self.touched.entries.push(job.delivery.entry);
+        self.decide(index, job)
+    }
+
+    /// Reads the task and decides what this delivery means now (DESIGN §3
+    /// Process step 2). Part of the inbox transaction or of a reload.
+    fn decide(&mut self, index: usize, job: &mut Job) -> Step {
+        let now = self.now;
+        let actor = World::worker_actor(index);
+        let incarnation = self.workers[index].life.incarnation;
+        let state = self.db.task(job.task).state.clone();
+        job.version = state.version;
+        self.rec.version = Some(state.version);
+        let attempt = i64::from(job.attempt);
+        let lease = self.db.task(job.task).lease;
+        let lease_held_elsewhere = lease
+            .is_some_and(|l| l.until_ms > now && (l.holder, l.incarnation) != (actor, incarnation));
+        match state.status {
+            Status::Queued if state.attempt + 1 == attempt => {
+                self.rec.outcome = "start";
+                Step::Next(WorkerPhase::Start, self.latency())
+            }
+            Status::Running | Status::Cancelling if state.attempt == attempt => {
+                if lease_held_elsewhere {
+                    self.rec.outcome = "lease-held";
+                    self.race("two workers starting one task");
+                    self.touch_delivery(job, DeliveryAct::Drop);
+                    return Step::Done;
+                }
+                self.db.set_lease(
+                    job.task,
+                    Some(Lease {
+                        attempt: job.attempt,
+                        holder: actor,
+                        incarnation,
+                        until_ms: now + self.config.task_lease_ms,
+                    }),
+                );
+                if state.status == Status::Cancelling {
+                    self.rec.outcome = "cancelling";
+                    job.fence = Some(Fence::new(job.task, job.attempt, FencePurpose::Cancel));
+                    return Step::Next(WorkerPhase::Fence, self.latency());
+                }
+                self.rec.outcome = "resume";
+                self.sometimes("attempt-resumed");
+                Step::Next(WorkerPhase::Plan, self.latency())
+            }
+            _ => {
+                // Terminal, or an attempt the task has moved past.
+                let result = settled_result(job.task, job.attempt, &state);
+                job.result = Some(result);
+                if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
+                    && row.payload_sha256 == job.delivery.payload_sha256
+                {
+                    row.state = InboxState::Completed;
+                    row.result = Some(result);
+                    row.completed_ms = Some(now);
+                    row.lease = None;
+                }
+                self.rec.outcome = "superseded";
+                self.sometimes("stale-message-superseded");
+                Step::Next(WorkerPhase::Ack, self.latency())
+            }
+        }
+    }
+
+    /// `StartTask` through the event store, with the attempt's lease.
+    fn worker_start(&mut self, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        let actor = self.rec.actor;
+        let index = actor.index as usize;
+        let incarnation = self.workers[index].life.incarnation;
+        let until = self.now + self.config.task_lease_ms;
+        let outcome = self.execute(
+            job.task,
+            job.version,
+            Command::StartTask {
+                attempt: job.attempt,
+                worker: actor,
+                lease_until_ms: until,
+            },
+        );
+        self.rec.outcome = outcome.code();
+        match outcome {
+            CommandOutcome::Committed { version } => {
+                job.version = version;
+                self.db.set_lease(
+                    job.task,
+                    Some(Lease {
+                        attempt: job.attempt,
+                        holder: actor,
+                        incarnation,
+                        until_ms: until,
+                    }),
+                );
+                self.renew_inbox(job);
+                // The transform runs now; an input it rejects is poison.
+                let needed = self.db.task(job.task).input.handler_needed;
+                if needed > self.handler_version {
+                    if self.mutant == Some(Mutant::UnboundedRequeue) {
+                        return Step::Next(WorkerPhase::Nack("UNSUPPORTED_FORMAT"), self.latency());
+                    }
+                    return Step::Next(
+                        WorkerPhase::FailPoison("UNSUPPORTED_FORMAT"),
+                        self.latency(),
+                    );
+                }
+                Step::Next(WorkerPhase::Plan, self.latency())
+            }
+            CommandOutcome::VersionConflict { .. } | CommandOutcome::Duplicate { .. } => {
+                self.race("two workers starting one task");
+                Step::Next(WorkerPhase::Reload, self.latency())
+            }
+            CommandOutcome::Rejected(_) | CommandOutcome::EventIdConflict => {
+                Step::Next(WorkerPhase::Reload, self.latency())
+            }
+        }
+    }
+
+    fn renew_inbox(&mut self, job: &Job) {
+        let actor = self.rec.actor;
+        let incarnation = self.workers[actor.index as usize].life.incarnation;
+        let until = self.now + self.config.inbox_lease_ms;
+        if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
+            && !row.state.is_final()
+        {
+            row.lease = Some((actor, incarnation, until));
+        }
+    }
+
+    /// Whether this worker still holds the attempt's lease; renews it.
+    fn holds_lease(&mut self, job: &Job) -> bool {
+        let actor = self.rec.actor;
+        let incarnation = self.workers[actor.index as usize].life.incarnation;
+        let lease = self.db.task(job.task).lease;
+        let mine = lease.is_some_and(|l| {
+            (l.holder, l.incarnation, l.attempt) == (actor, incarnation, job.attempt)
+                && l.until_ms >= self.now
+        });
+        if mine {
+            let until = self.now + self.config.task_lease_ms;
+            self.db.set_lease(
+                job.task,
+                Some(Lease {
+                    attempt: job.attempt,
+                    holder: actor,
+                    incarnation,
+                    until_ms: until,
+                }),
+            );
+            self.renew_inbox(job);
+        }
+        mine
+    }
+
+    /// Let the delivery go: the lease moved on or a fence claimed the effect.
+    fn let_go(&mut self, job: &Job, why: &'static str) -> Step {
+        self.rec.outcome = why;
+        self.race("reconciler × worker");
+        self.touch_delivery(job, DeliveryAct::Drop);
+        Step::Done
+    }
+
+    /// Plans the artifact effect in the ledger under its stable token.
+    fn worker_plan(&mut self, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        if !self.holds_lease(job) {
+            return self.let_go(job, "lease-lost");
+        }
+        let (sha, _) = self.expected_artifact(job.task);
+        self.touched.tokens.push(job.token);
+        let row = self.db.task_mut(job.task);
+        let existing = row
+            .effects
+            .iter()
+            .rfind(|ledger| {
+                ledger.token.kind == EffectKind::Artifact && ledger.token.attempt == job.attempt
+            })
+            .cloned();
+        match existing {
+            None => {
+                row.effects.push(LedgerRow {
+                    token: job.token,
+                    state: EffectState::Started,
+                    request_sha256: sha,
+                    observed_sha256: None,
+                    error_code: None,
+                    fenced_by: None,
+                });
+                self.rec.outcome = "started";
+                Step::Next(WorkerPhase::Put, self.latency())
+            }
+            Some(ledger) if ledger.fenced_by.is_some() => self.let_go(job, "fenced"),
+            Some(ledger) => {
+                job.token = ledger.token;
+                self.rec.outcome = ledger.state.as_str();
+                match ledger.state {
+                    EffectState::Verified => Step::Next(WorkerPhase::Recheck, self.latency()),
+                    EffectState::Unknown if !self.config.store_supports_query => {
+                        self.cannot_confirm(job)
+                    }
+                    EffectState::Planned
+                    | EffectState::Started
+                    | EffectState::Unknown
+                    | EffectState::Completed => Step::Next(WorkerPhase::Put, self.latency()),
+                    EffectState::CompensationRequired => {
+                        Step::Next(WorkerPhase::Compensate, self.latency())
+                    }
+                    EffectState::Compensated | EffectState::Failed => self.let_go(job, "fenced"),
+                }
+            }
+        }
+    }
+
+    /// An unknown outcome on a store without query support: no blind retry,
+    /// a manual review.
+    fn cannot_confirm(&mut self, job: &mut Job) -> Step {
+        self.db.review(
+            Some(job.task),
+            ReviewReason::StoreCannotConfirm,
+            job.token.to_string(),
+            self.now,
+        );
+        self.sometimes("store-cannot-confirm");
+        self.rec.outcome = "STORE_CANNOT_CONFIRM";
+        job.result = None;
+        Step::Next(WorkerPhase::Ack, self.latency())
+    }
+
+    /// Puts the artifact under the token.
+    fn worker_put(&mut self, job: &mut Job) -> Step {
+        job.puts += 1;
+        let (sha, size) = self.expected_artifact(job.task);
+        let version = Version {
+            bytes_sha256: sha,
+            size,
+            metadata: Metadata {
+                task: job.task,
+                attempt: job.attempt,
+                size,
+                sha256: sha,
+            },
+        };
+        self.touched.tokens.push(job.token);
+        self.rec.hash = Some(sha);
+        let overwrite = self.mutant == Some(Mutant::UnconditionalPut);
+        let fault = self.fault(Site::StorePut);
+        let written = match fault {
+            Some(FaultKind::TimeoutBeforeCommit) => None,
+            Some(FaultKind::Corrupt) => Some(super::store::corrupt_bytes(version)),
+            Some(FaultKind::CorruptMetadata) => {
+                let mut damaged = version;
+                damaged.metadata.attempt += 1;
+                Some(damaged)
+            }
+            _ => Some(version),
+        };
+        if let Some(written) = written {
+            let new = self.store.put(job.token, written, overwrite);
+            if !new {
+                self.sometimes("put-returned-first-object");
+            }
+        }
+        let timed_out = matches!(
+            fault,
+            Some(FaultKind::TimeoutAfterCommit) | Some(FaultKind::TimeoutBeforeCommit)
+        );
+        if timed_out {
+            self.rec.outcome = "timeout";
+            if self.mutant == Some(Mutant::TimeoutMeansNotExecuted) {
+                // Treats the timeout as "not executed": fails the attempt
+                // with no read-back and no fence.
+                return self.fail_attempt_blindly(job);
+            }
+            return Step::Next(WorkerPhase::RecordUnknown, self.config.store_timeout_ms);
+        }
+        self.rec.outcome = "ok";
+        if !self.config.store_supports_query || self.mutant == Some(Mutant::NoReadbackVerify) {
+            // The put's own answer is all there is to go on.
+            let good = self.mutant == Some(Mutant::NoReadbackVerify) || {
+                let stored = self.store.get(job.token).and_then(|o| o.current().copied());
+                stored.is_some_and(|v| self.artifact_is_good(job.task, job.attempt, Some(sha), &v))
+            };
+            return Step::Next(WorkerPhase::Verify { good }, self.latency());
+        }
+        Step::Next(WorkerPhase::ReadBack, self.latency())
+    }
+
+    fn fail_attempt_blindly(&mut self, job: &mut Job) -> Step {
+        let command = if u64::from(job.attempt) < self.config.attempts_max {
+            Command::FailAttempt {
+                attempt: job.attempt,
+                error_code: "STORE_TIMEOUT",
+            }
+        } else {
+            Command::FailTask {
+                attempt: job.attempt,
+                error_code: "STORE_TIMEOUT",
+            }
+        };
+        let retry = matches!(command, Command::FailAttempt { .. });
+        if let CommandOutcome::Committed { .. } = self.execute(job.task, job.version, command) {
+            if retry {
+                let not_before = self.now + self.config.retry_backoff_ms;
+                self.insert_work_row(
+                    job.task,
+                    super::db::WorkKind::TaskRetry,
+                    job.attempt + 1,
+                    not_before,
+                );
+            }
+            self.db.set_lease(job.task, None);
+        }
+        job.result = Some(ProcessResult::Superseded { task: job.task });
+        self.finalize_inbox(job, InboxState::Completed);
+        Step::Next(WorkerPhase::Ack, self.latency())
+    }
+
+    /// Records the unknown outcome in the ledger before resolving it.
+    fn worker_record_unknown(&mut self, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        if !self.holds_lease(job) {
+            return self.let_go(job, "lease-lost");
+        }
+        let row = self.db.task_mut(job.task);
+        let Some(ledger) = row.effect_mut(job.token) else {
+            return self.let_go(job, "fenced");
+        };
+        if ledger.fenced_by.is_some() || !ledger.state.is_open() {
+            return self.let_go(job, "fenced");
+        }
+        ledger.state = EffectState::Unknown;
+        self.touched.tokens.push(job.token);
+        self.rec.outcome = "unknown";
+        if !self.config.store_supports_query {
+            return self.cannot_confirm(job);
+        }
+        Step::Next(WorkerPhase::ReadBack, self.latency())
+    }
+
+    /// Reads the artifact back by the same token.
+    fn worker_read_back(&mut self, job: &mut Job) -> Step {
+        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
+            job.reads += 1;
+            self.rec.outcome = "timeout";
+            if job.reads >= self.config.store_calls_max as u32 {
+                return Step::Next(
+                    WorkerPhase::Nack("STORE_UNAVAILABLE"),
+                    self.config.store_timeout_ms,
+                );
+            }
+            return Step::Next(WorkerPhase::ReadBack, self.config.store_timeout_ms);
+        }
+        let (sha, _) = self.expected_artifact(job.task);
+        match self.store.observe(job.token) {
+            Observed::Absent => {
+                self.rec.outcome = "absent";
+                if job.puts >= self.config.store_calls_max as u32 {
+                    return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), self.latency());
+                }
+                if self.mutant == Some(Mutant::NewTokenOnRetry) {
+                    job.token.generation += 1;
+                    let token = job.token;
+                    if let Some(ledger) = self.db.task_mut(job.task).effects.iter_mut().rfind(|l| {
+                        l.token.kind == EffectKind::Artifact && l.token.attempt == job.attempt
+                    }) {
+                        ledger.token = token;
+                    }
+                }
+                self.sometimes("put-retried-same-token");
+                Step::Next(WorkerPhase::Put, self.latency())
+            }
+            Observed::Tombstone | Observed::Present { hidden: true, .. } => {
+                self.let_go(job, "fenced")
+            }
+            Observed::Present { version, .. } => {
+                self.rec.hash = Some(version.bytes_sha256);
+                let good = self.artifact_is_good(job.task, job.attempt, Some(sha), &version);
+                self.rec.outcome = if good { "matches" } else { "MISMATCH" };
+                Step::Next(WorkerPhase::Verify { good }, self.latency())
+            }
+        }
+    }
+
+    /// The ledger says `verified`, or `compensation_required` with a
+    /// compensation entry of its own.
+    fn worker_verify(&mut self, job: &mut Job, good: bool) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        if !self.holds_lease(job) {
+            return self.let_go(job, "lease-lost");
+        }
+        let observed = self
+            .store
+            .get(job.token)
+            .and_then(|object| object.current())
+            .map(|version| version.bytes_sha256);
+        self.touched.tokens.push(job.token);
+        let task = job.task;
+        let token = job.token;
+        let row = self.db.task_mut(task);
+        let Some(ledger) = row.effect_mut(token) else {
+            return self.let_go(job, "fenced");
+        };
+        if ledger.fenced_by.is_some() || !ledger.state.is_open() {
+            return self.let_go(job, "fenced");
+        }
+        let was_unknown = ledger.state == EffectState::Unknown;
+        ledger.observed_sha256 = observed;
+        if good {
+            ledger.state = EffectState::Verified;
+            self.rec.outcome = "verified";
+            if was_unknown {
+                self.sometimes("unknown-effect-verified");
+            }
+            return Step::Next(WorkerPhase::Recheck, self.latency());
+        }
+        ledger.state = EffectState::CompensationRequired;
+        ledger.error_code = Some("ARTIFACT_HASH_MISMATCH");
+        let compensation = Token {
+            kind: EffectKind::Compensation,
+            ..token
+        };
+        let request_sha256 = ledger.request_sha256;
+        row.effects.push(LedgerRow {
+            token: compensation,
+            state: EffectState::Started,
+            request_sha256,
+            observed_sha256: None,
+            error_code: None,
+            fenced_by: None,
+        });
+        self.rec.outcome = "compensation_required";
+        if self.mutant == Some(Mutant::NoCompensation) {
+            return Step::Next(WorkerPhase::Fail, self.latency());
+        }
+        Step::Next(WorkerPhase::Compensate, self.latency())
+    }
+
+    /// Hides the bad artifact (the compensation's store call).
+    fn worker_compensate(&mut self, job: &mut Job) -> Step {
+        job.hides += 1;
+        self.touched.tokens.push(job.token);
+        let delay = match self.fault(Site::StoreHide) {
+            Some(FaultKind::TimeoutBeforeCommit) => {
+                self.rec.outcome = "timeout";
+                self.config.store_timeout_ms
+            }
+            Some(FaultKind::TimeoutAfterCommit) => {
+                self.store.hide(job.token);
+                self.rec.outcome = "timeout";
+                self.config.store_timeout_ms
+            }
+            _ => {
+                self.store.hide(job.token);
+                self.rec.outcome = "hidden";
+                self.latency()
+            }
+        };
+        if self.mutant == Some(Mutant::UnverifiedCompensation) {
+            return Step::Next(WorkerPhase::Fail, delay);
+        }
+        Step::Next(WorkerPhase::CheckHidden, delay)
+    }
+
+    /// Reads back that the artifact is hidden before the ledger says so.
+    fn worker_check_hidden(&mut self, job: &mut Job) -> Step {
+        if !self.config.store_supports_query {
+            self.rec.outcome = "assumed-hidden";
+            return Step::Next(WorkerPhase::Fail, self.latency());
+        }
+        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
+            job.reads += 1;
+            self.rec.outcome = "timeout";
+            if job.reads >= self.config.store_calls_max as u32 {
+                return Step::Next(
+                    WorkerPhase::Nack("STORE_UNAVAILABLE"),
+                    self.config.store_timeout_ms,
+                );
+            }
+            return Step::Next(WorkerPhase::CheckHidden, self.config.store_timeout_ms);
+        }
+        match self.store.observe(job.token) {
+            Observed::Present { hidden: false, .. } | Observed::Absent => {
+                self.rec.outcome = "visible";
+                if job.hides >= self.config.store_calls_max as u32 {
+                    return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), self.latency());
+                }
+                Step::Next(WorkerPhase::Compensate, self.latency())
+            }
+            Observed::Present { hidden: true, .. } | Observed::Tombstone => {
+                self.rec.outcome = "hidden";
+                Step::Next(WorkerPhase::Fail, self.latency())
+            }
+        }
+    }
+
+    /// Compensation verified: ledger compensated, `TaskFailed` with
+    /// `ARTIFACT_HASH_MISMATCH`, inbox failed — one transaction.
+    fn worker_fail(&mut self, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        if !self.holds_lease(job) {
+            return self.let_go(job, "lease-lost");
+        }
+        let outcome = self.execute(
+            job.task,
+            job.version_now(self),
+            Command::FailTask {
+                attempt: job.attempt,
+                error_code: "ARTIFACT_HASH_MISMATCH",
+            },
+        );
+        self.rec.outcome = outcome.code();
+        match outcome {
+            CommandOutcome::Committed { .. } | CommandOutcome::Duplicate { .. } => {
+                for ledger in self.db.task_mut(job.task).effects.iter_mut() {
+                    if ledger.token.attempt == job.attempt && ledger.token.task == job.task {
+                        ledger.state = EffectState::Compensated;
+                    }
+                }
+                self.touched.tokens.push(job.token);
+                self.sometimes("compensation");
+                job.result = Some(ProcessResult::Failed {
+                    task: job.task,
+                    code: "ARTIFACT_HASH_MISMATCH",
+                });
+                self.finalize_inbox(job, InboxState::Failed);
+                self.db.set_lease(job.task, None);
+                Step::Next(WorkerPhase::Ack, self.latency())
+            }
+            _ => Step::Next(WorkerPhase::Reload, self.latency()),
+        }
+    }
+
+    /// Re-reads the task after a conflict (reload) or before completing
+    /// (recheck: a cancellation may have arrived, DESIGN §3 step 7).
+    fn worker_reload(&mut self, job: &mut Job, recheck: bool) -> Step {
+        if !recheck {
+            if self.commit_fault() == Some(false) {
+                return Step::Done;
+            }
+            let index = self.rec.actor.index as usize;
+            return self.decide_after_reload(index, job);
+        }
+        let state = self.db.task(job.task).state.clone();
+        job.version = state.version;
+        self.rec.version = Some(state.version);
+        self.rec.outcome = state.status.as_str();
+        if state.status == Status::Cancelling {
+            self.race("cancel × complete");
+        }
+        Step::Next(WorkerPhase::Complete, self.latency())
+    }
+
+    /// A reload that finds the effect already settled goes straight on.
+    fn decide_after_reload(&mut self, index: usize, job: &mut Job) -> Step {
+        let state = self.db.task(job.task).state.clone();
+        let verified = self
+            .db
+            .task(job.task)
+            .effect(job.token)
+            .is_some_and(|l| l.state == EffectState::Verified && l.fenced_by.is_none());
+        if verified
+            && matches!(state.status, Status::Running | Status::Cancelling)
+            && state.attempt == i64::from(job.attempt)
+        {
+            job.version = state.version;
+            self.rec.outcome = state.status.as_str();
+            return Step::Next(WorkerPhase::Complete, self.latency());
+        }
+        self.decide(index, job)
+    }
+
+    /// `CompleteTask`, inbox completed and the events' outbox rows in one
+    /// transaction that requires the ledger row to be still `verified`.
+    fn worker_complete(&mut self, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        let verified = self
+            .db
+            .task(job.task)
+            .effect(job.token)
+            .is_some_and(|l| l.state == EffectState::Verified);
+        if !verified {
+            return self.let_go(job, "not-verified");
+        }
+        let (sha, _) = self.expected_artifact(job.task);
+        let artifact = self
+            .db
+            .task(job.task)
+            .effect(job.token)
+            .and_then(|l| l.observed_sha256)
+            .unwrap_or(sha);
+        let outcome = self.execute(
+            job.task,
+            job.version,
+            Command::CompleteTask {
+                attempt: job.attempt,
+                artifact_sha256: artifact,
+            },
+        );
+        self.rec.outcome = outcome.code();
+        match outcome {
+            CommandOutcome::Committed { .. } | CommandOutcome::Duplicate { .. } => {
+                let state = self.db.task(job.task).state.clone();
+                let result = settled_result(job.task, job.attempt, &state);
+                job.result = Some(result);
+                self.finalize_inbox(job, InboxState::Completed);
+                Step::Next(WorkerPhase::Ack, self.latency())
+            }
+            CommandOutcome::VersionConflict { .. } => {
+                self.race("cancel × complete");
+                Step::Next(WorkerPhase::Recheck, self.latency())
+            }
+            CommandOutcome::Rejected(crate::task::RejectReason::CancellationPending) => {
+                self.sometimes("cancellation-pending-refused");
+                job.fence = Some(Fence::new(
+                    job.task,
+                    job.attempt,
+                    FencePurpose::CancelAfterRefusal,
+                ));
+                Step::Next(WorkerPhase::Fence, self.latency())
+            }
+            CommandOutcome::Rejected(_) | CommandOutcome::EventIdConflict => {
+                Step::Next(WorkerPhase::Reload, self.latency())
+            }
+        }
+    }
+
+    fn finalize_inbox(&mut self, job: &Job, state: InboxState) {
+        let now = self.now;
+        if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
+            && row.payload_sha256 == job.delivery.payload_sha256
+        {
+            row.state = state;
+            row.result = job.result;
+            row.completed_ms = Some(now);
+            row.lease = None;
+        }
+    }
+
+    /// The cancellation path: fence, then settle.
+    fn worker_fence(&mut self, job: &mut Job, index: usize) -> Step {
+        let mut fence = job.fence.take().expect("a fencing worker has a fence");
+        let incarnation = self.workers[index].life.incarnation;
+        let actor = self.rec.actor;
+        let progress = self.fence_step(actor, &mut fence, incarnation);
+        match progress {
+            FenceProgress::Next(delay) => {
+                job.fence = Some(fence);
+                Step::Next(WorkerPhase::Fence, delay)
+            }
+            FenceProgress::Done(_) => {
+                let state = self.db.task(job.task).state.clone();
+                job.result = Some(settled_result(job.task, job.attempt, &state));
+                self.finalize_inbox(job, InboxState::Completed);
+                Step::Next(WorkerPhase::Ack, self.latency())
+            }
+            FenceProgress::Abort("superseded") => Step::Next(WorkerPhase::Reload, self.latency()),
+            FenceProgress::Abort("STORE_UNAVAILABLE") => {
+                Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), self.latency())
+            }
+            FenceProgress::Abort(_) => {
+                self.touch_delivery(job, DeliveryAct::Drop);
+                Step::Done
+            }
+        }
+    }
+
+    /// A poison input: `TaskFailed` with its code and the inbox failed.
+    fn worker_fail_poison(&mut self, job: &mut Job, code: &'static str) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        let outcome = self.execute(
+            job.task,
+            job.version,
+            Command::FailTask {
+                attempt: job.attempt,
+                error_code: code,
+            },
+        );
+        self.rec.outcome = outcome.code();
+        match outcome {
+            CommandOutcome::Committed { .. } | CommandOutcome::Duplicate { .. } => {
+                job.result = Some(ProcessResult::Failed {
+                    task: job.task,
+                    code,
+                });
+                self.finalize_inbox(job, InboxState::Failed);
+                self.db.set_lease(job.task, None);
+                Step::Next(WorkerPhase::DeadLetter(code), self.latency())
+            }
+            _ => Step::Next(WorkerPhase::Reload, self.latency()),
+        }
+    }
+
+    /// Copies the poison message to the dead-letter queue.
+    fn worker_dead_letter(&mut self, job: &mut Job, code: &'static str) -> Step {
+        let entry = self.broker.entries.get(&job.delivery.entry).cloned();
+        let entry = entry.unwrap_or_else(|| super::broker::Entry {
+            id: job.delivery.entry,
+            topic: job.delivery.topic,
+            message: job.delivery.message,
+            task: job.task,
+            payload: job.delivery.payload.clone(),
+            payload_sha256: job.delivery.payload_sha256,
+            deliveries: job.delivery.count,
+            state: super::broker::EntryState::Ready {
+                visible_ms: self.now,
+            },
+            last_error: None,
+        });
+        let id = self
+            .broker
+            .push_dead_letter(&entry, code, self.handler_version, self.now);
+        self.rec.outcome = "dead-lettered";
+        self.rec.version = Some(i64::from(id.0));
+        self.sometimes("poison-dead-lettered");
+        self.schedule_reconcile();
+        Step::Next(WorkerPhase::Ack, self.latency())
+    }
+
+    /// Acks the delivery (the ack may be lost on the way).
+    fn worker_ack(&mut self, job: &mut Job) -> Step {
+        self.touch_delivery(job, DeliveryAct::Ack(job.result));
+        self.touched.entries.push(job.delivery.entry);
+        if self.fault(Site::WorkerAck) == Some(FaultKind::AckLost) {
+            self.rec.outcome = "ack-lost";
+            return Step::Done;
+        }
+        let acked = self.broker.ack(job.delivery.entry);
+        self.rec.outcome = match (acked, job.result) {
+            (false, _) => "already-gone",
+            (true, Some(result)) => result.as_str(),
+            (true, None) => "acked",
+        };
+        Step::Done
+    }
+
+    fn worker_nack(&mut self, job: &mut Job, code: &'static str) -> Step {
+        self.touch_delivery(job, DeliveryAct::Nack);
+        self.touched.entries.push(job.delivery.entry);
+        let visible = self.now + self.config.nack_delay_ms;
+        self.broker.nack(job.delivery.entry, visible, code);
+        self.rec.outcome = code;
+        self.poke_broker(visible);
+        Step::Done
+    }
+
+    /// Rejects a conflicting delivery to the dead-letter queue.
+    fn worker_quarantine(&mut self, job: &mut Job) -> Step {
+        self.touch_delivery(job, DeliveryAct::Quarantine);
+        self.touched.entries.push(job.delivery.entry);
+        let entry = job.delivery.entry;
+        if self.broker.entries.contains_key(&entry) {
+            self.broker.dead_letter(
+                entry,
+                "MESSAGE_ID_PAYLOAD_CONFLICT",
+                self.handler_version,
+                self.now,
+            );
+            self.rec.outcome = "dead-lettered";
+        } else {
+            self.rec.outcome = "already-gone";
+        }
+        Step::Done
+    }
+}
+
+/// What a worker step asks for next.
+pub(super) enum Step {
+    Next(WorkerPhase, u64),
+    Done,
+}
+
+impl Job {
+    fn version_now(&self, world: &World) -> i64 {
+        world.db.task(self.task).state.version
+    }
+}
+
+/// The recorded result for a message whose task has settled or moved on.
+fn settled_result(task: TaskId, attempt: u32, state: &crate::task::TaskState) -> ProcessResult {
+    let same = state.attempt == i64::from(attempt);
+    match state.status {
+        Status::Completed if same => ProcessResult::Completed { task, attempt },
+        Status::Failed if same => ProcessResult::Failed {
+            task,
+            code: "TASK_FAILED",
+        },
+        Status::Cancelled => ProcessResult::Cancelled { task },
+        _ => ProcessResult::Superseded { task },
+    }
+}
+
+/// Steps that act on a delivery's content (not inbox, ack or nack).
+fn phase_processes(phase: &WorkerPhase) -> bool {
+    !matches!(
+        phase,
+        WorkerPhase::Idle
+            | WorkerPhase::Register
+            | WorkerPhase::Ack
+            | WorkerPhase::Nack(_)
+            | WorkerPhase::Quarantine
+            | WorkerPhase::Reload
+            | WorkerPhase::Recheck
+    )
+}
+
+fn verb_of(phase: &WorkerPhase, job: &Job) -> Verb {
+    match phase {
+        WorkerPhase::Idle | WorkerPhase::Register => Verb::Register,
+        WorkerPhase::Start => Verb::Start,
+        WorkerPhase::Plan => Verb::Plan,
+        WorkerPhase::Put => Verb::Put,
+        WorkerPhase::RecordUnknown => Verb::RecordUnknown,
+        WorkerPhase::ReadBack => Verb::ReadBack,
+        WorkerPhase::Verify { .. } => Verb::Verify,
+        WorkerPhase::Recheck => Verb::Recheck,
+        WorkerPhase::Reload => Verb::Reload,
+        WorkerPhase::Complete => Verb::Complete,
+        WorkerPhase::Ack => Verb::Ack,
+        WorkerPhase::Nack(_) => Verb::Nack,
+        WorkerPhase::Quarantine => Verb::Quarantine,
+        WorkerPhase::FailPoison(_) => Verb::FailPoison,
+        WorkerPhase::DeadLetter(_) => Verb::DeadLetter,
+        WorkerPhase::Compensate => Verb::Compensate,
+        WorkerPhase::CheckHidden => Verb::CheckHidden,
+        WorkerPhase::Fail => Verb::Fail,
+        WorkerPhase::Fence => job
+            .fence
+            .as_ref()
+            .map_or(Verb::FenceClaim, |fence| fence.verb()),
+    }
+}
