@@ -48,6 +48,36 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Fuzz: random workloads and swarm-drawn faults over many seeds
+    Fuzz {
+        /// First seed
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Steps of each run's fault phase
+        #[arg(long, default_value_t = 10_000)]
+        steps: u64,
+        /// Seeds to run: seed .. seed + runs - 1
+        #[arg(long, default_value_t = 1)]
+        runs: u64,
+        /// Threads; each simulation stays single-threaded and results are identical to --jobs 1
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Switch off one protocol guard (see `sim mutants`)
+        #[arg(long, value_parser = parse_mutant)]
+        mutant: Option<Mutant>,
+        /// Run each seed twice and compare traceSha256
+        #[arg(long)]
+        check_determinism: bool,
+        /// Directory for repro-<seed>.toml files (default: current directory)
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// No progress line on stderr
+        #[arg(long)]
+        quiet: bool,
+        /// Run the I-th (0-based) of N disjoint slices of the seed range, as I/N
+        #[arg(long, value_parser = parse_shard)]
+        shard: Option<(u64, u64)>,
+    },
     /// Check a scenario file without running it
     Validate {
         /// Scenario file (TOML)
@@ -80,6 +110,20 @@ pub enum Command {
 
 fn parse_mutant(text: &str) -> Result<Mutant, String> {
     Mutant::parse(text).ok_or_else(|| "unknown mutant; `sim mutants` lists them".to_string())
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (index, count) = text.split_once('/').ok_or("expected I/N, like 0/4")?;
+    let index: u64 = index
+        .parse()
+        .map_err(|_| "expected I/N with integers, like 0/4")?;
+    let count: u64 = count
+        .parse()
+        .map_err(|_| "expected I/N with integers, like 0/4")?;
+    if count == 0 || index >= count {
+        return Err("expected 0 <= I < N".into());
+    }
+    Ok((index, count))
 }
 
 fn parse_policy(text: &str) -> Result<Policy, String> {
@@ -117,6 +161,27 @@ fn dispatch(command: Command) -> u8 {
                 quiet,
             },
         ),
+        Command::Fuzz {
+            seed,
+            steps,
+            runs,
+            jobs,
+            mutant,
+            check_determinism,
+            out,
+            quiet,
+            shard,
+        } => crate::fuzz::command::fuzz_command(&crate::fuzz::command::FuzzOptions {
+            seed,
+            runs,
+            steps,
+            jobs,
+            mutant,
+            check_determinism,
+            out,
+            quiet,
+            shard,
+        }),
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
                 println!(

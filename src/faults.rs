@@ -214,6 +214,7 @@ pub struct Injector {
     rates: [[u32; 4]; 12],
     any_random: bool,
     rng: Prng,
+    parameters: Prng,
     /// Occurrences of each site, globally.
     site_count: [u64; 12],
     /// Occurrences of each (site, actor).
@@ -244,6 +245,7 @@ impl Injector {
             any_random: table.iter().flatten().any(|ppm| *ppm > 0),
             rates: table,
             rng: Prng::new(seed, crate::prng::Stream::Faults),
+            parameters: Prng::new(seed, crate::prng::Stream::FaultParameters),
             site_count: [0; 12],
             site_actor_count: Default::default(),
             action_count: Default::default(),
@@ -388,7 +390,7 @@ impl Injector {
     /// A fault's parameter (a delay, say), drawn from the faults stream so
     /// it never shifts the workload or the delays.
     pub fn parameter(&mut self, low: u64, high: u64) -> u64 {
-        self.rng.range(low, high.max(low))
+        self.parameters.range(low, high.max(low))
     }
 
     /// How often each site was reached, for coverage.

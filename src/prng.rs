@@ -16,6 +16,10 @@ pub enum Stream {
     Delays = 3,
     /// The fuzz swarm draw: which fault kinds are on, rates, world shape.
     Shape = 4,
+    /// Parameters of faults that fired (how long a delay is), apart from
+    /// the draws that decide whether faults fire, so a reproducer with the
+    /// same faults written out draws the same parameters.
+    FaultParameters = 5,
 }
 
 /// A deterministic random stream. Only integer draws: probabilities are

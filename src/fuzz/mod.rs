@@ -1,6 +1,9 @@
 //! Fuzzing: the random workload, swarm-drawn faults and world shapes,
 //! campaigns over many seeds, reproducers.
 
+pub mod campaign;
+pub mod command;
+pub mod swarm;
 pub mod workload;
 
 pub use workload::{Generator, WorkloadMix};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::hash::{Sha, canonical_sha256};
 use crate::mutants::Mutant;
-use crate::scenario::{RequestKind, Target};
+use crate::scenario::{Request, RequestKind, Target};
 use crate::task::Text;
 
 use super::api::{ApiPhase, Call, Response};
@@ -58,9 +58,11 @@ pub fn fingerprint(input: &Input) -> Sha {
 }
 
 impl World {
-    /// Issues the request at `index` of the scripted/generated list.
-    pub(super) fn issue(&mut self, index: usize) -> bool {
-        let request = self.requests[index].clone();
+    /// Issues a scripted or generated request now; it joins the log of
+    /// issued requests that reproducers replay.
+    pub(super) fn issue(&mut self, mut request: Request) -> bool {
+        request.at_ms = self.now;
+        self.requests.push(request.clone());
         if !request.kind.from_client() {
             return self.operator_step(&request.kind);
         }

@@ -53,7 +53,9 @@ use store::Store;
 /// A pending entry of the scheduler's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Wake {
-    /// Issue the scripted or generated request with this index.
+    /// Issue the scripted request with this index (scripted requests form a
+    /// chain: issuing one schedules the next, as the fuzz generator does, so
+    /// a reproducer's requests interleave exactly like the fuzz run's).
     Issue(u32),
     /// The API call with this id takes its next step.
     Call(u64),
@@ -167,6 +169,9 @@ pub struct World {
     pub store: Store,
     pub cache: Cache,
     pub handler_version: u64,
+    /// The scenario's requests, in time order.
+    script: Vec<Request>,
+    /// Every request issued so far, scripted or generated (reproducers).
     pub requests: Vec<Request>,
     pub outgoing: Vec<Outgoing>,
     pub calls: BTreeMap<u64, Call>,
@@ -247,6 +252,7 @@ impl World {
             store: Store::default(),
             cache: Cache::default(),
             handler_version: config.handler_version,
+            script: Vec::new(),
             requests: Vec::new(),
             outgoing: Vec::new(),
             calls: BTreeMap::new(),
@@ -275,21 +281,29 @@ impl World {
             next_worker: 0,
             config,
         };
-        for request in &scenario.requests {
-            world.add_request(request.clone());
+        let mut script = scenario.requests.clone();
+        script.sort_by_key(|request| request.at_ms);
+        if let Some(first) = script.first() {
+            world.schedule(first.at_ms, Wake::Issue(0));
         }
+        world.script = script;
         if world.generator.is_some() {
             world.schedule(0, Wake::Workload);
         }
         world
     }
 
-    /// Queues a request to be issued at its time.
-    pub fn add_request(&mut self, request: Request) {
-        let index = self.requests.len() as u32;
-        let at = request.at_ms.max(self.now);
-        self.requests.push(request);
-        self.schedule(at, Wake::Issue(index));
+    /// Issues scripted request `index` and schedules the next one.
+    fn issue_scripted(&mut self, index: usize) -> bool {
+        if !self.workload_on {
+            return false;
+        }
+        if let Some(next) = self.script.get(index + 1) {
+            let at = next.at_ms.max(self.now);
+            self.schedule(at, Wake::Issue(index as u32 + 1));
+        }
+        let request = self.script[index].clone();
+        self.issue(request)
     }
 
     pub fn schedule(&mut self, at: u64, wake: Wake) {
@@ -396,7 +410,7 @@ impl World {
     /// Runs one wake; true when it was a step.
     fn dispatch(&mut self, wake: Wake) -> bool {
         match wake {
-            Wake::Issue(index) => self.issue(index as usize),
+            Wake::Issue(index) => self.issue_scripted(index as usize),
             Wake::Call(call) => self.api_step(call),
             Wake::ClientTimeout { request, send } => self.client_timeout(request, send),
             Wake::Continue { actor, incarnation } => {
@@ -640,8 +654,6 @@ impl World {
         self.generator = Some(generator);
         let at = self.now + gap;
         self.schedule(at, Wake::Workload);
-        let index = self.requests.len();
-        self.requests.push(request);
-        self.issue(index)
+        self.issue(request)
     }
 }

@@ -1,0 +1,290 @@
+//! Fuzz campaigns: run seeds (each its own single-threaded simulation,
+//! several seeds at once with `--jobs`), count what happened, and on a
+//! violation write a reproducer scenario with the workload and faults
+//! spelled out.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::faults::{FaultKind, Placement, ScriptedFault, Site};
+use crate::hash::{Sha, hex};
+use crate::invariants::Violation;
+use crate::mutants::Mutant;
+use crate::scenario::{Expect, Scenario};
+use crate::simulate::{Outcome, simulate};
+use crate::task::{EventType, Status};
+use crate::world::World;
+
+use super::swarm::{Draw, draw};
+use super::workload::Generator;
+
+/// What a campaign is asked to do.
+#[derive(Clone, Debug)]
+pub struct CampaignOptions {
+    pub seed: u64,
+    pub runs: u64,
+    pub steps: u64,
+    pub jobs: usize,
+    pub mutant: Option<Mutant>,
+    pub check_determinism: bool,
+    pub out: PathBuf,
+    pub write_repro: bool,
+    /// Stop at the first violation (mutant scoring).
+    pub stop_at_first: bool,
+}
+
+/// The result of one seed.
+#[derive(Clone, Debug)]
+pub struct SeedResult {
+    pub seed: u64,
+    pub steps: u64,
+    pub draw: Draw,
+    pub outcome: Outcome,
+    pub trace_sha256: Sha,
+    pub tasks_terminal: u64,
+    pub checks: u64,
+    pub faults: BTreeMap<(Site, FaultKind), u64>,
+    pub sites: BTreeMap<Site, u64>,
+    pub sometimes: BTreeMap<&'static str, u64>,
+    pub transitions: BTreeMap<(Status, EventType), u64>,
+    pub rejections: BTreeMap<&'static str, u64>,
+    pub races: BTreeMap<&'static str, u64>,
+    pub review: BTreeMap<&'static str, u64>,
+    /// A determinism failure: the first record where two runs differ.
+    pub nondeterminism: Option<String>,
+    pub repro: Option<PathBuf>,
+    pub report: Option<String>,
+}
+
+/// The scenario a fuzz seed runs (no scripted requests or faults).
+pub fn fuzz_scenario(seed: u64, steps: u64, mutant: Option<Mutant>, draw: &Draw) -> Scenario {
+    Scenario {
+        name: format!("fuzz-seed-{seed}"),
+        description: format!("sim fuzz --seed {seed} --steps {steps}"),
+        seed,
+        steps_max: steps,
+        mutant,
+        config: draw.config.clone(),
+        requests: Vec::new(),
+        faults: Vec::new(),
+        expect: Expect::default(),
+        path: None,
+        sim_version: None,
+        config_sha256: None,
+    }
+}
+
+/// Builds the world of one fuzz seed.
+pub fn fuzz_world(seed: u64, steps: u64, mutant: Option<Mutant>) -> (Scenario, World, Draw) {
+    let draw = draw(seed);
+    let scenario = fuzz_scenario(seed, steps, mutant, &draw);
+    let generator = Generator::new(
+        seed,
+        draw.mix.clone(),
+        draw.config.clients as u16,
+        draw.config.apis as u16,
+    );
+    let world = World::new(&scenario, &draw.rates, Some(generator));
+    (scenario, world, draw)
+}
+
+/// Runs one seed to its end.
+pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
+    let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
+    let outcome = simulate(&mut world, options.steps, |_, _| {});
+    let mut result = summarize(seed, &world, draw, outcome);
+    if options.check_determinism {
+        let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
+        let _ = simulate(&mut again, options.steps, |_, _| {});
+        if again.trace.sha256() != result.trace_sha256 {
+            result.nondeterminism = Some(first_difference(seed, options));
+        }
+    }
+    let failed = result.outcome.violation.is_some() || !result.outcome.not_converged.is_empty();
+    if failed {
+        let repro = reproducer(&scenario, &world, &result.outcome);
+        let path = options.out.join(format!("repro-{seed}.toml"));
+        let command = format!("sim run {}", path.display());
+        result.report = Some(match &result.outcome.violation {
+            Some(violation) => crate::report::violation_report(&world, violation, &command),
+            None => format!(
+                "DID NOT CONVERGE (seed {seed}): {}\n  reproduce: {command}\n",
+                result.outcome.not_converged.join("; ")
+            ),
+        });
+        if options.write_repro {
+            let text = crate::scenario::write::to_toml(&repro);
+            if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
+            {
+                result.repro = Some(path);
+            }
+        }
+    }
+    result
+}
+
+fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResult {
+    let mut review = BTreeMap::new();
+    for item in &world.db.manual_review {
+        *review.entry(item.reason.as_str()).or_insert(0) += 1;
+    }
+    SeedResult {
+        seed,
+        steps: world.steps,
+        draw,
+        trace_sha256: world.trace.sha256(),
+        tasks_terminal: world.counters.tasks_terminal,
+        checks: world.counters.invariant_checks,
+        faults: crate::report::fault_counts(world),
+        sites: world.faults.site_occurrences().into_iter().collect(),
+        sometimes: world.counters.sometimes.clone(),
+        transitions: world.counters.transitions.clone(),
+        rejections: world.counters.rejections.clone(),
+        races: world.counters.races.clone(),
+        review,
+        outcome,
+        nondeterminism: None,
+        repro: None,
+        report: None,
+    }
+}
+
+/// Runs the seed twice in lockstep and names the first record that differs.
+fn first_difference(seed: u64, options: &CampaignOptions) -> String {
+    let (_, mut a, _) = fuzz_world(seed, options.steps, options.mutant);
+    let (_, mut b, _) = fuzz_world(seed, options.steps, options.mutant);
+    a.trace.kept = Some(Vec::new());
+    b.trace.kept = Some(Vec::new());
+    let _ = simulate(&mut a, options.steps, |_, _| {});
+    let _ = simulate(&mut b, options.steps, |_, _| {});
+    let left = a.trace.kept.take().unwrap_or_default();
+    let right = b.trace.kept.take().unwrap_or_default();
+    for (x, y) in left.iter().zip(right.iter()) {
+        if x != y {
+            return format!(
+                "seed {seed}: first difference at step {}:\n  run 1: {}\n  run 2: {}",
+                x.step,
+                x.story_line(false),
+                y.story_line(false)
+            );
+        }
+    }
+    format!(
+        "seed {seed}: traces differ in length ({} vs {} records)",
+        left.len(),
+        right.len()
+    )
+}
+
+/// A scenario that replays a fuzz failure: the same shape and seed, every
+/// request issued and every fault injected written out.
+pub fn reproducer(scenario: &Scenario, world: &World, outcome: &Outcome) -> Scenario {
+    let mut repro = scenario.clone();
+    repro.name = format!("repro-{}", scenario.seed);
+    repro.description = format!(
+        "Reproducer of {} ({}). Requests and faults are written out; the seed only drives latencies.",
+        scenario.name,
+        match &outcome.violation {
+            Some(Violation {
+                invariant, step, ..
+            }) => format!("{invariant} at step {step}"),
+            None => "did not converge".to_string(),
+        }
+    );
+    repro.requests = world.requests.clone();
+    repro.faults = world
+        .faults
+        .injected
+        .iter()
+        .map(|fault| ScriptedFault {
+            site: fault.site,
+            kind: fault.kind,
+            placement: Placement::Step(fault.step),
+            actor: Some(fault.actor),
+        })
+        .collect();
+    repro.expect = Expect {
+        facts: Vec::new(),
+        violation: Some(
+            outcome
+                .violation
+                .as_ref()
+                .map_or("converges".to_string(), |v| v.invariant.to_string()),
+        ),
+    };
+    repro.sim_version = Some(crate::scenario::write::SIM_VERSION.to_string());
+    repro.config_sha256 = Some(crate::scenario::write::config_sha256(&repro.config));
+    repro
+}
+
+/// Seeds `first..first + runs`, run on `jobs` threads; results in seed
+/// order whatever the threads did.
+pub fn run_seeds(
+    seeds: &[u64],
+    options: &CampaignOptions,
+    mut progress: impl FnMut(&SeedResult) + Send,
+) -> Vec<SeedResult> {
+    let jobs = options.jobs.max(1);
+    if jobs == 1 {
+        let mut results = Vec::new();
+        for seed in seeds {
+            let result = run_seed(*seed, options);
+            progress(&result);
+            let stop = options.stop_at_first && result.outcome.violation.is_some();
+            results.push(result);
+            if stop {
+                break;
+            }
+        }
+        return results;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (sender, receiver) = std::sync::mpsc::channel::<SeedResult>();
+    let mut results: Vec<SeedResult> = Vec::new();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let sender = sender.clone();
+            let next = &next;
+            let stop = &stop;
+            scope.spawn(move || {
+                loop {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(seed) = seeds.get(index) else {
+                        break;
+                    };
+                    let result = run_seed(*seed, options);
+                    if options.stop_at_first && result.outcome.violation.is_some() {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if sender.send(result).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        for result in receiver {
+            progress(&result);
+            results.push(result);
+        }
+    });
+    results.sort_by_key(|result| result.seed);
+    if options.stop_at_first {
+        if let Some(first) = results.iter().position(|r| r.outcome.violation.is_some()) {
+            results.truncate(first + 1);
+        }
+    }
+    results
+}
+
+pub fn hex_of(sha: &Sha) -> String {
+    hex(sha)
+}
+
+pub fn out_dir(path: Option<&Path>) -> PathBuf {
+    path.map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}

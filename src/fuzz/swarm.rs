@@ -1,0 +1,129 @@
+//! Swarm testing: each fuzz seed draws its own world shape, which fault
+//! kinds are on and how often (integer parts per million), and its workload
+//! mix, from the seed's shape stream. One campaign explores many mixes.
+
+use std::fmt::Write as _;
+
+use crate::config::Config;
+use crate::faults::{FaultRates, Site, catalogue};
+use crate::prng::{Prng, Stream};
+use crate::task::Policy;
+
+use super::workload::WorkloadMix;
+
+/// What one seed drew.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Draw {
+    pub config: Config,
+    pub rates: FaultRates,
+    pub mix: WorkloadMix,
+}
+
+/// Fault rates a kind can be drawn at, in parts per million of its site's
+/// occurrences.
+const RATES: [u32; 4] = [2_000, 10_000, 30_000, 80_000];
+/// Crashes are per step of an actor: rarer.
+const CRASH_RATES: [u32; 3] = [500, 2_000, 8_000];
+
+pub fn draw(seed: u64) -> Draw {
+    let mut rng = Prng::new(seed, Stream::Shape);
+    let mut config = Config {
+        apis: rng.range(1, 3),
+        publishers: rng.range(1, 3),
+        workers: rng.range(1, 4),
+        clients: rng.range(1, 4),
+        ..Config::default()
+    };
+    config.quota = if rng.chance(200_000) {
+        rng.range(5, 60)
+    } else {
+        1_000_000
+    };
+    config.snapshot_every = rng.range(0, 5);
+    config.delivery_attempts_max = rng.range(2, 6);
+    config.attempts_max = rng.range(1, 4);
+    config.cancel_policy = if rng.chance(500_000) {
+        Policy::CancelWins
+    } else {
+        Policy::CompletionWins
+    };
+    config.store_supports_query = !rng.chance(100_000);
+    config.reconcile_every_ms = rng.range(2, 20) * 100;
+    config.visibility_timeout_ms = rng.range(5, 30) * 100;
+    config.inbox_lease_ms = rng.range(3, 20) * 100;
+    config.task_lease_ms = rng.range(10, 50) * 100;
+    config.client_timeout_ms = rng.range(2, 15) * 100;
+    config.store_timeout_ms = rng.range(2, 20) * 10;
+    config.retry_backoff_ms = rng.range(0, 10) * 100;
+    config.redrive_max = rng.range(0, 3);
+    config.idempotency_ttl_ms = rng.range(30, 120) * 1000;
+    let mut rates = FaultRates::none();
+    for (index, (site, _)) in catalogue().into_iter().enumerate() {
+        if rng.chance(500_000) {
+            rates.ppm[index] = if site == Site::Crash {
+                CRASH_RATES[rng.index(CRASH_RATES.len())]
+            } else {
+                RATES[rng.index(RATES.len())]
+            };
+        }
+    }
+    let mix = WorkloadMix {
+        gap_ms_max: rng.range(1, 10),
+        create: rng.range(20, 60) as u32,
+        duplicate_create: rng.range(0, 10) as u32,
+        retry_same_key: rng.range(0, 10) as u32,
+        reuse_key: rng.range(0, 6) as u32,
+        cancel: rng.range(0, 15) as u32,
+        read_status: rng.range(0, 20) as u32,
+        poison: rng.range(0, 4) as u32,
+        replay: rng.range(0, 4) as u32,
+        bump: 0,
+    };
+    Draw { config, rates, mix }
+}
+
+impl Draw {
+    /// One line per aspect, for summaries.
+    pub fn describe(&self) -> String {
+        let c = &self.config;
+        let mut out = format!(
+            "shape: apis {} publishers {} workers {} clients {} quota {} snapshot_every {} delivery_attempts_max {} attempts_max {} {} store_supports_query {}\n",
+            c.apis,
+            c.publishers,
+            c.workers,
+            c.clients,
+            c.quota,
+            c.snapshot_every,
+            c.delivery_attempts_max,
+            c.attempts_max,
+            c.cancel_policy.as_str(),
+            c.store_supports_query
+        );
+        let _ = writeln!(
+            out,
+            "timeouts: visibility {}ms task_lease {}ms inbox_lease {}ms client {}ms store {}ms reconcile every {}ms",
+            c.visibility_timeout_ms,
+            c.task_lease_ms,
+            c.inbox_lease_ms,
+            c.client_timeout_ms,
+            c.store_timeout_ms,
+            c.reconcile_every_ms
+        );
+        let on: Vec<String> = catalogue()
+            .into_iter()
+            .zip(self.rates.ppm.iter())
+            .filter(|(_, ppm)| **ppm > 0)
+            .map(|((site, kind), ppm)| format!("{}/{}@{}ppm", site.as_str(), kind.as_str(), ppm))
+            .collect();
+        let _ = writeln!(
+            out,
+            "faults on: {}",
+            if on.is_empty() {
+                "none".to_string()
+            } else {
+                on.join(" ")
+            }
+        );
+        out
+    }
+}
