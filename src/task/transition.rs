@@ -42,7 +42,9 @@ impl Status {
     }
 
     pub fn parse(text: &str) -> Option<Status> {
-        Status::ALL.into_iter().find(|status| status.as_str() == text)
+        Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == text)
     }
 
     pub fn is_terminal(self) -> bool {
@@ -113,7 +115,9 @@ impl EventType {
     }
 
     pub fn parse(text: &str) -> Option<EventType> {
-        EventType::ALL.into_iter().find(|kind| kind.as_str() == text)
+        EventType::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
     }
 }
 
@@ -277,9 +281,14 @@ pub struct Evidence {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transition {
-    Accepted { next: TaskState, evidence: Evidence },
+    Accepted {
+        next: TaskState,
+        evidence: Evidence,
+    },
     /// The state is unchanged; the caller still holds it as `current`.
-    Rejected { reason: RejectReason },
+    Rejected {
+        reason: RejectReason,
+    },
 }
 
 impl Transition {
@@ -404,8 +413,7 @@ pub fn transition(current: &TaskState, event: &TaskEvent, policy: Policy) -> Tra
             next.terminal_error_code = Some(error_code.clone());
         }
         EventBody::TaskCancelled {
-            effects_reconciled,
-            ..
+            effects_reconciled, ..
         } => {
             if current.status != Status::Cancelling {
                 return reject(IllegalTransition);
