@@ -1,10 +1,18 @@
-//! Tests of lesson 003's pure state machine: the whole (status × event
-//! type) table under both policies as one reviewed snapshot, and every
-//! reject reason with the order of the checks.
+//! Tests of lesson 003's state machine and its JSON shapes: the whole
+//! (status × event type) table as one reviewed snapshot, every reject reason
+//! and the order of the checks, and the JSON shapes (fast writers against
+//! the `Value` route, the text reader against the `Value` reader).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use serde_json::{Value, json};
+use sim::hash::{hex, sha256};
+use sim::task::json::{
+    TransitionInput, event_from_json, event_payload_sha256, event_to_json, parse_event_line,
+    parse_transition_line, result_to_json, state_from_json, state_sha256, state_to_json,
+    write_event, write_result, write_state,
+};
 use sim::task::{
     EventBody, EventType, Policy, RejectReason, Status, TaskEvent, TaskState, Text, Transition,
     transition,
@@ -667,4 +675,657 @@ fn extreme_integers_are_decided_without_overflow() {
     low.version = i64::MIN;
     let event = event_at("task-1", i64::MIN + 1, completed(2, true));
     assert!(transition(&low, &event, Policy::CompletionWins).is_accepted());
+}
+
+// ---------------------------------------------------------------------------
+// 5. JSON: fast writers against the `Value` route, readers against each other
+// ---------------------------------------------------------------------------
+
+/// `well_formed`, unless adding one to the version or attempt would overflow.
+fn well_formed_checked(state: &TaskState, kind: EventType) -> Option<TaskEvent> {
+    (state.version < i64::MAX && state.attempt < i64::MAX).then(|| well_formed(state, kind))
+}
+
+/// splitmix64: a tiny deterministic generator, so the inputs are the same on
+/// every run and every machine.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    fn int(&mut self) -> i64 {
+        match self.below(6) {
+            0 => self.below(12) as i64,
+            1 => -(self.below(12) as i64),
+            2 => [i64::MIN, i64::MAX, i64::MIN + 1, i64::MAX - 1][self.below(4)],
+            3 => self.next() as i64,
+            4 => (self.next() >> 11) as i64,
+            _ => 9_007_199_254_740_991 - self.below(3) as i64,
+        }
+    }
+
+    fn text(&mut self) -> Text {
+        const PIECES: &[&str] = &[
+            "",
+            "task-1",
+            "worker",
+            "\"",
+            "\\",
+            "\u{0}",
+            "\u{1f}",
+            "\u{7f}",
+            "\n\r\t\u{8}\u{c}",
+            "é",
+            "中文",
+            "😀",
+            "\u{2028}",
+            "/",
+            "\u{b}",
+            " ",
+            "sig-9",
+        ];
+        let mut out = String::new();
+        for _ in 0..self.below(4) {
+            out.push_str(PIECES[self.below(PIECES.len())]);
+        }
+        if self.chance(5) {
+            // Longer than the hash sink's buffer.
+            out.push_str(&"ab\"c".repeat(80));
+        }
+        Text::from(out)
+    }
+
+    fn option_text(&mut self) -> Option<Text> {
+        if self.chance(40) {
+            None
+        } else {
+            Some(self.text())
+        }
+    }
+
+    fn state(&mut self) -> TaskState {
+        TaskState {
+            task_id: self.text(),
+            status: Status::ALL[self.below(6)],
+            version: self.int(),
+            attempt: self.int(),
+            worker_id: self.option_text(),
+            lease_until_epoch_ms: if self.chance(40) {
+                None
+            } else {
+                Some(self.int())
+            },
+            cancellation_signal_id: self.option_text(),
+            artifact_sha256: self.option_text(),
+            terminal_error_code: self.option_text(),
+        }
+    }
+
+    fn event(&mut self) -> TaskEvent {
+        let body = match EventType::ALL[self.below(6)] {
+            EventType::TaskStarted => EventBody::TaskStarted {
+                attempt: self.int(),
+                worker_id: self.text(),
+                lease_until_epoch_ms: self.int(),
+            },
+            EventType::CancellationRequested => EventBody::CancellationRequested {
+                signal_id: self.text(),
+                requester: self.text(),
+                reason: self.text(),
+            },
+            EventType::TaskCompleted => EventBody::TaskCompleted {
+                attempt: self.int(),
+                artifact_sha256: self.text(),
+                artifact_verified: self.chance(50),
+            },
+            EventType::AttemptFailed => EventBody::AttemptFailed {
+                attempt: self.int(),
+                error_code: self.text(),
+                retryable: self.chance(50),
+                next_attempt: self.int(),
+            },
+            EventType::TaskFailed => EventBody::TaskFailed {
+                attempt: self.int(),
+                error_code: self.text(),
+            },
+            EventType::TaskCancelled => EventBody::TaskCancelled {
+                stopped_at_sequence: self.int(),
+                effects_reconciled: self.chance(50),
+            },
+        };
+        TaskEvent {
+            event_id: self.text(),
+            task_id: self.text(),
+            sequence: self.int(),
+            body,
+        }
+    }
+
+    /// A state and an event that relate, so that accepted results come up.
+    fn related_pair(&mut self) -> (TaskState, TaskEvent) {
+        let state = self.state();
+        if self.chance(30) {
+            return (state, self.event());
+        }
+        let kind = EventType::ALL[self.below(6)];
+        let event = well_formed_checked(&state, kind).unwrap_or_else(|| self.event());
+        (state, event)
+    }
+}
+
+#[test]
+fn fast_writers_equal_the_value_route_byte_for_byte() {
+    let mut generator = Gen(3);
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let state = generator.state();
+        let event = if generator.chance(50) {
+            generator.event()
+        } else {
+            well_formed_checked(&state, EventType::ALL[generator.below(6)])
+                .unwrap_or_else(|| generator.event())
+        };
+        let policy = if generator.chance(50) {
+            Policy::CompletionWins
+        } else {
+            Policy::CancelWins
+        };
+
+        let mut fast = String::new();
+        write_state(&mut fast, &state);
+        let slow = serde_json::to_string(&state_to_json(&state)).unwrap();
+        assert_eq!(fast, slow);
+        assert_eq!(state_sha256(&state), sha256(slow.as_bytes()));
+
+        let mut fast = String::new();
+        write_event(&mut fast, &event);
+        let slow = serde_json::to_string(&event_to_json(&event)).unwrap();
+        assert_eq!(fast, slow);
+        assert_eq!(event_payload_sha256(&event), sha256(slow.as_bytes()));
+
+        let outcome = transition(&state, &event, policy);
+        accepted += usize::from(outcome.is_accepted());
+        // Appending to a non-empty buffer is what the tool does.
+        let mut fast = String::from("x");
+        write_result(&mut fast, &state, &outcome);
+        let slow = serde_json::to_string(&result_to_json(&state, &outcome)).unwrap();
+        assert_eq!(&fast[1..], slow);
+
+        // And what is written reads back as the same value.
+        assert_eq!(state_from_json(&state_to_json(&state)), Ok(state.clone()));
+        assert_eq!(event_from_json(&event_to_json(&event)), Ok(event.clone()));
+        let mut line = String::new();
+        write_event(&mut line, &event);
+        assert_eq!(parse_event_line(&line), Ok(event.clone()));
+    }
+    assert!(
+        accepted > 1000,
+        "only {accepted} accepted results were compared"
+    );
+}
+
+#[test]
+fn payload_hash_is_the_lessons_canonical_event_hash() {
+    // Expected digests computed with Node from lesson 003's own
+    // `canonicalEventHash` (JSON.stringify of the event with sorted keys).
+    let lesson = |line: &str| parse_event_line(line).unwrap();
+    let cases = [
+        (
+            r#"{"eventId":"evt-1","taskId":"task-42","sequence":1,"type":"TaskStarted","attempt":1,"workerId":"worker-a","leaseUntilEpochMs":1000}"#,
+            "ee30eca11c56ea21f940ddd548c688465cbcdfbd0047f16f2fff978b78e44f7d",
+        ),
+        (
+            r#"{"eventId":"evt-2","taskId":"task-42","sequence":2,"type":"CancellationRequested","signalId":"sig-9","requester":"user","reason":"no longer needed"}"#,
+            "14f0c99c7864cf1fb277c582fd7945c817d5a50f8d4ce41ad27d391179f4ac96",
+        ),
+        (
+            r#"{"eventId":"evt-3","taskId":"task-42","sequence":3,"type":"TaskCompleted","attempt":1,"artifactSha256":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","artifactVerified":true}"#,
+            "3985533e3348edc9d0cbcbb1af733b2f0935a31da90eb8d5d9e2688161134826",
+        ),
+        (
+            r#"{"eventId":"evt-4","taskId":"task-42","sequence":4,"type":"TaskCancelled","stoppedAtSequence":3,"effectsReconciled":true}"#,
+            "3db77fe098297bbe3d2527302b63d211ef2b5286bbd32d0ad8335ac34ba1c2b9",
+        ),
+        (
+            "{\"eventId\":\"e\\\"5\\n\",\"taskId\":\"t\\u0001\",\"sequence\":-5,\"type\":\"AttemptFailed\",\"attempt\":9007199254740991,\"errorCode\":\"中文😀\u{7f}\",\"retryable\":false,\"nextAttempt\":-9007199254740991}",
+            "558cb32b700512be4abf730306ca22a74e5d50d64f07fbc5a619babd2dd24ac2",
+        ),
+    ];
+    for (line, expected) in cases {
+        assert_eq!(
+            hex(&event_payload_sha256(&lesson(line))),
+            expected,
+            "{line}"
+        );
+    }
+}
+
+/// The `Value` route for a whole line, as a caller holding a `Value` would
+/// write it; the text route must agree with it on every input.
+fn value_route(line: &str) -> Result<TransitionInput, String> {
+    let value: Value = serde_json::from_str(line).map_err(|error| error.to_string())?;
+    let Value::Object(map) = &value else {
+        return Err("not an object".to_string());
+    };
+    let state = state_from_json(map.get("state").ok_or("state missing")?)?;
+    let event = event_from_json(map.get("event").ok_or("event missing")?)?;
+    let policy = match map.get("policy") {
+        None => Policy::CompletionWins,
+        Some(Value::String(name)) => Policy::parse(name).ok_or("bad policy")?,
+        Some(_) => return Err("bad policy".to_string()),
+    };
+    Ok(TransitionInput {
+        state,
+        event,
+        policy,
+    })
+}
+
+fn line_value(state: &TaskState, event: &TaskEvent) -> Value {
+    json!({ "state": state_to_json(state), "event": event_to_json(event) })
+}
+
+/// A value of another JSON type than the field's, or a number that is not
+/// an i64.
+fn odd_value(generator: &mut Gen) -> Value {
+    let odd: [Value; 12] = [
+        Value::Null,
+        json!(true),
+        json!(false),
+        json!("7"),
+        json!(7),
+        json!(-7),
+        json!(1.5),
+        json!(3.0),
+        json!(u64::MAX),
+        json!([1, [2]]),
+        json!({"a": {"b": null}}),
+        json!("queued"),
+    ];
+    odd[generator.below(odd.len())].clone()
+}
+
+#[test]
+fn text_reader_agrees_with_the_value_reader() {
+    let mut generator = Gen(11);
+    let mut errors = BTreeSet::new();
+    for round in 0..20_000 {
+        let (state, event) = generator.related_pair();
+        let mut value = line_value(&state, &event);
+        // Damage the line in one of several ways, or not at all.
+        match round % 6 {
+            0 => {}
+            1 | 2 => {
+                let part = if generator.chance(50) {
+                    "state"
+                } else {
+                    "event"
+                };
+                let object = value[part].as_object_mut().unwrap();
+                let keys: Vec<String> = object.keys().cloned().collect();
+                let key = &keys[generator.below(keys.len())];
+                if generator.chance(30) {
+                    object.remove(key);
+                } else {
+                    object.insert(key.clone(), odd_value(&mut generator));
+                }
+            }
+            3 => {
+                let part = ["state", "event", "policy", "other"][generator.below(4)];
+                value[part] = odd_value(&mut generator);
+            }
+            4 => {
+                value["policy"] =
+                    json!(["completion-wins", "cancel-wins", "x"][generator.below(3)]);
+                value["event"]["extra"] = odd_value(&mut generator);
+            }
+            _ => {
+                let name = ["type", "status"][generator.below(2)];
+                let part = if name == "type" { "event" } else { "state" };
+                value[part][name] =
+                    json!(["TaskPaused", "paused", "queued", "TaskStarted"][generator.below(4)]);
+            }
+        }
+        let line = value.to_string();
+        let fast = parse_transition_line(&line);
+        let slow = value_route(&line);
+        match (&fast, &slow) {
+            (Ok(fast), Ok(slow)) => assert_eq!(fast, slow, "{line}"),
+            (Err(fast), Err(slow)) => {
+                // Field-level messages are shared; the top-level wording differs.
+                if fast.starts_with("state.") || fast.starts_with("event.") {
+                    assert_eq!(fast, slow, "{line}");
+                }
+                errors.insert(fast.split(':').next().unwrap_or_default().to_string());
+            }
+            _ => panic!("routes disagree on {line}: {fast:?} vs {slow:?}"),
+        }
+        // Cutting the line anywhere leaves text that both parsers refuse,
+        // unless what is left is still one whole value.
+        let cut = generator.below(line.len());
+        if line.is_char_boundary(cut) {
+            let head = &line[..cut];
+            assert_eq!(
+                parse_transition_line(head).is_ok(),
+                value_route(head).is_ok(),
+                "{head}"
+            );
+        }
+    }
+    assert!(errors.len() > 20, "too few kinds of error: {errors:?}");
+}
+
+#[test]
+fn text_reader_accepts_exactly_the_json_serde_json_accepts() {
+    let good = parse_transition_line(
+        &line_value(&running(), &event_at("task-1", 4, completed(2, true))).to_string(),
+    );
+    assert!(good.is_ok());
+    let base = line_value(&running(), &event_at("task-1", 4, completed(2, true))).to_string();
+    let inner = &base[1..base.len() - 1];
+    let deep = |n: usize| format!("{{\"x\":{}{}, {inner}}}", "[".repeat(n), "]".repeat(n));
+    let samples = [
+        deep(126),
+        deep(127),
+        format!(" \t\r\n{base} \r\n"),
+        format!("{{\"x\":\"\\ud83d\\ude00 \\u00e9 \\/\", {inner}}}"),
+        format!("{{\"x\":\"\\ud83d\", {inner}}}"),
+        format!("{{\"x\":\"\\ude00\", {inner}}}"),
+        format!("{{\"x\":\"\\u00g0\", {inner}}}"),
+        format!("{{\"x\":\"\\x\", {inner}}}"),
+        format!("{{\"x\":\"a\tb\", {inner}}}"),
+        format!("{{\"x\":01, {inner}}}"),
+        format!("{{\"x\":1., {inner}}}"),
+        format!("{{\"x\":.5, {inner}}}"),
+        format!("{{\"x\":1e, {inner}}}"),
+        format!("{{\"x\":-, {inner}}}"),
+        format!("{{\"x\":+1, {inner}}}"),
+        format!("{{\"x\":-0.0e-0, {inner}}}"),
+        format!("{{\"x\":[1,], {inner}}}"),
+        format!("{{\"x\":{{\"a\":1,}}, {inner}}}"),
+        format!("{{\"x\":tru, {inner}}}"),
+        format!("{{\"x\":nulll, {inner}}}"),
+        format!("{{\"x\":NaN, {inner}}}"),
+        format!("{{{inner},}}"),
+        format!("{{{inner}}} x"),
+        format!("{{{inner}}}{{}}"),
+        format!("{{{inner}"),
+        format!("{{'x':1, {inner}}}"),
+        format!("{{\"x\" 1, {inner}}}"),
+        format!("{{\"x\":1 \"y\":2, {inner}}}"),
+        format!("{{\"x\":[1 2], {inner}}}"),
+        format!("{{\"x\":\"unterminated, {inner}}}"),
+        format!("{{\"x\":\"\u{a0}\", {inner}}}"),
+        format!("\u{a0}{base}"),
+        "{\"x\":1}".to_string(),
+        "".to_string(),
+        "[]".to_string(),
+    ];
+    for sample in &samples {
+        assert_eq!(
+            parse_transition_line(sample).is_ok()
+                || parse_transition_line(sample).is_err_and(|e| !e.starts_with("invalid JSON")),
+            serde_json::from_str::<Value>(sample).is_ok(),
+            "{sample}"
+        );
+    }
+    // serde_json takes 127 nested containers: the line's object and 126 arrays.
+    assert!(parse_transition_line(&deep(126)).is_ok());
+    assert!(serde_json::from_str::<Value>(&deep(126)).is_ok());
+    assert!(parse_transition_line(&deep(127)).is_err_and(
+        |error| error.starts_with("invalid JSON") && error.contains("nested too deeply")
+    ));
+    assert!(serde_json::from_str::<Value>(&deep(127)).is_err());
+}
+
+#[test]
+fn numbers_are_integers_by_value_and_exact() {
+    let line = |version: &str| {
+        let state = r#""taskId":"t","status":"queued","attempt":0,"workerId":null,"leaseUntilEpochMs":null,"cancellationSignalId":null,"artifactSha256":null,"terminalErrorCode":null"#;
+        let event = r#""eventId":"e","taskId":"t","sequence":1,"type":"TaskCancelled","stoppedAtSequence":0,"effectsReconciled":true"#;
+        parse_transition_line(&format!(
+            "{{\"state\":{{{state},\"version\":{version}}},\"event\":{{{event}}}}}"
+        ))
+        .map(|input| input.state.version)
+    };
+    assert_eq!(line("3"), Ok(3));
+    assert_eq!(line("3.0"), Ok(3));
+    assert_eq!(line("30e-1"), Ok(3));
+    assert_eq!(line("0.3e1"), Ok(3));
+    assert_eq!(line("-0"), Ok(0));
+    assert_eq!(line("-0.0"), Ok(0));
+    assert_eq!(line("1E3"), Ok(1000));
+    assert_eq!(line("9223372036854775807"), Ok(i64::MAX));
+    assert_eq!(line("-9223372036854775808"), Ok(i64::MIN));
+    // serde_json's default float reading gives 1037508080942616.1 here.
+    assert_eq!(line("1037508080942616.000"), Ok(1_037_508_080_942_616));
+    assert_eq!(line("907281768288800e-1"), Ok(90_728_176_828_880));
+    assert_eq!(
+        line("1.5"),
+        Err("state.version: expected an integer, got non-integral number 1.5".to_string())
+    );
+    assert_eq!(
+        line("9223372036854775808"),
+        Err("state.version: expected an integer, got 9223372036854775808, outside the 64-bit integer range".to_string())
+    );
+    assert_eq!(
+        line("-9223372036854775809"),
+        Err("state.version: expected an integer, got -9223372036854775809, outside the 64-bit integer range".to_string())
+    );
+    assert_eq!(
+        line("1e19"),
+        Err(
+            "state.version: expected an integer, got 1e19, outside the 64-bit integer range"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        line("1e400"),
+        Err(
+            "state.version: expected an integer, got 1e400, outside the 64-bit integer range"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        line("\"3\""),
+        Err("state.version: expected an integer, got string".to_string())
+    );
+    assert_eq!(
+        line("null"),
+        Err("state.version: expected an integer, got null".to_string())
+    );
+}
+
+#[test]
+fn booleans_false_parse_and_are_decided_by_the_rules() {
+    let event = parse_event_line(
+        r#"{"eventId":"e","taskId":"task-1","sequence":4,"type":"TaskCompleted","attempt":2,"artifactSha256":"h","artifactVerified":false}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        transition(&running(), &event, Policy::CompletionWins),
+        Transition::Rejected {
+            reason: RejectReason::ArtifactNotVerified
+        }
+    );
+    let event = parse_event_line(
+        r#"{"eventId":"e","taskId":"task-1","sequence":4,"type":"AttemptFailed","attempt":2,"errorCode":"E","retryable":false,"nextAttempt":3}"#,
+    )
+    .unwrap();
+    // The lesson's code does not look at `retryable` (DESIGN §9).
+    assert!(transition(&running(), &event, Policy::CompletionWins).is_accepted());
+    let event = parse_event_line(
+        r#"{"eventId":"e","taskId":"task-1","sequence":4,"type":"CancellationRequested","signalId":"s","requester":"robot","reason":""}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        event.body,
+        EventBody::CancellationRequested { ref requester, .. } if &**requester == "robot"
+    ));
+}
+
+#[test]
+fn fields_are_checked_in_order_with_named_messages() {
+    let state = state_to_json(&running());
+    let event = event_to_json(&event_at("task-1", 4, started(3)));
+    let mut cases: Vec<(Value, &str)> = Vec::new();
+    let mut both = |edit: &dyn Fn(&mut Value, &mut Value), message: &'static str| {
+        let (mut state, mut event) = (state.clone(), event.clone());
+        edit(&mut state, &mut event);
+        cases.push((json!({"state": state, "event": event}), message));
+    };
+    both(
+        &|s, _| drop(s.as_object_mut().unwrap().remove("workerId")),
+        "state.workerId: missing, expected a string or null",
+    );
+    both(
+        &|s, _| s["taskId"] = json!(1),
+        "state.taskId: expected a string, got number",
+    );
+    both(
+        &|s, _| s["leaseUntilEpochMs"] = json!("soon"),
+        "state.leaseUntilEpochMs: expected an integer or null, got string",
+    );
+    both(
+        &|s, _| s["status"] = json!("paused"),
+        "state.status: expected one of queued, running, cancelling, completed, failed, cancelled, got \"paused\"",
+    );
+    both(
+        &|s, _| s["status"] = json!(null),
+        "state.status: expected a string, got null",
+    );
+    both(
+        &|s, _| s["terminalErrorCode"] = json!(false),
+        "state.terminalErrorCode: expected a string or null, got boolean",
+    );
+    // The state's first problem wins over the event's, and earlier fields over later.
+    both(
+        &|s, e| {
+            s["attempt"] = json!([]);
+            e["type"] = json!("x");
+        },
+        "state.attempt: expected an integer, got array",
+    );
+    both(
+        &|s, _| {
+            s["version"] = json!({});
+            s["attempt"] = json!([]);
+        },
+        "state.version: expected an integer, got object",
+    );
+    both(
+        &|_, e| e["type"] = json!("TaskPaused"),
+        "event.type: expected one of TaskStarted, CancellationRequested, TaskCompleted, AttemptFailed, TaskFailed, TaskCancelled, got \"TaskPaused\"",
+    );
+    both(
+        &|_, e| e["attempt"] = json!("1"),
+        "event.attempt: expected an integer, got string",
+    );
+    both(
+        &|_, e| drop(e.as_object_mut().unwrap().remove("leaseUntilEpochMs")),
+        "event.leaseUntilEpochMs: missing, expected an integer",
+    );
+    both(
+        &|_, e| e["workerId"] = json!(null),
+        "event.workerId: expected a string, got null",
+    );
+    both(
+        &|_, e| {
+            e["sequence"] = json!(true);
+            e["attempt"] = json!("1");
+        },
+        "event.sequence: expected an integer, got boolean",
+    );
+    both(
+        &|_, e| drop(e.as_object_mut().unwrap().remove("eventId")),
+        "event.eventId: missing, expected a string",
+    );
+    both(
+        &|_, e| {
+            e["type"] = json!("TaskCompleted");
+        },
+        "event.artifactSha256: missing, expected a string",
+    );
+    both(
+        &|_, e| {
+            e["type"] = json!("TaskCancelled");
+            e["stoppedAtSequence"] = json!(1);
+            e["effectsReconciled"] = json!("yes");
+        },
+        "event.effectsReconciled: expected a boolean, got string",
+    );
+    both(
+        &|_, e| {
+            e["type"] = json!("AttemptFailed");
+            e["errorCode"] = json!("E");
+            e["retryable"] = json!(1);
+        },
+        "event.retryable: expected a boolean, got number",
+    );
+    // Another type's fields, of any type, are ignored.
+    both(
+        &|_, e| {
+            e["retryable"] = json!("no");
+            e["nextAttempt"] = json!(1.5);
+        },
+        "",
+    );
+    for (line, message) in cases {
+        let line = line.to_string();
+        let fast = parse_transition_line(&line).map(drop);
+        if message.is_empty() {
+            assert_eq!(fast, Ok(()), "{line}");
+        } else {
+            assert_eq!(fast, Err(message.to_string()), "{line}");
+        }
+        assert_eq!(value_route(&line).map(drop), fast, "{line}");
+    }
+    let bad_policy = json!({"state": state, "event": event, "policy": "first-wins"}).to_string();
+    assert_eq!(
+        parse_transition_line(&bad_policy).map(drop),
+        Err(
+            "policy: expected \"completion-wins\" or \"cancel-wins\", got \"first-wins\""
+                .to_string()
+        )
+    );
+    let null_policy = json!({"state": state, "event": event, "policy": null}).to_string();
+    assert_eq!(
+        parse_transition_line(&null_policy).map(drop),
+        Err("policy: expected \"completion-wins\" or \"cancel-wins\", got null".to_string())
+    );
+    let cancel_wins = json!({"state": state, "event": event, "policy": "cancel-wins"}).to_string();
+    assert_eq!(
+        parse_transition_line(&cancel_wins).map(|input| input.policy),
+        Ok(Policy::CancelWins)
+    );
+    // A repeated key keeps its last value, as JSON.parse does.
+    let repeated = format!(
+        "{{\"state\":1,\"policy\":\"x\",\"event\":{event},\"state\":{state},\"policy\":\"cancel-wins\"}}"
+    );
+    assert_eq!(
+        parse_transition_line(&repeated).map(|input| input.policy),
+        Ok(Policy::CancelWins)
+    );
+    assert_eq!(
+        state_from_json(&json!([])),
+        Err("state: expected an object, got array".to_string())
+    );
+    assert_eq!(
+        event_from_json(&json!("e")),
+        Err("event: expected an object, got string".to_string())
+    );
 }
