@@ -1,7 +1,8 @@
-//! Tests of lesson 003's state machine and its JSON shapes: the whole
-//! (status × event type) table as one reviewed snapshot, every reject reason
-//! and the order of the checks, and the JSON shapes (fast writers against
-//! the `Value` route, the text reader against the `Value` reader).
+//! Tests of lesson 003's state machine, its JSON shapes and replay: the
+//! whole (status × event type) table as one reviewed snapshot, every reject
+//! reason and the order of the checks, the JSON shapes (fast writers against
+//! the `Value` route, the text reader against the `Value` reader), and
+//! replay of event histories.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -13,9 +14,10 @@ use sim::task::json::{
     parse_transition_line, result_to_json, state_from_json, state_sha256, state_to_json,
     write_event, write_result, write_state,
 };
+use sim::task::replay::{InvalidHistory, ReplayFailure, fold, replay};
 use sim::task::{
     EventBody, EventType, Policy, RejectReason, Status, TaskEvent, TaskState, Text, Transition,
-    transition,
+    initial_state, transition,
 };
 
 // ---------------------------------------------------------------------------
@@ -1327,5 +1329,139 @@ fn fields_are_checked_in_order_with_named_messages() {
     assert_eq!(
         event_from_json(&json!("e")),
         Err("event: expected an object, got string".to_string())
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Replay (library)
+// ---------------------------------------------------------------------------
+
+/// Lesson 003 §5: started, cancellation requested, completed (winning the
+/// race), then a late TaskCancelled.
+fn lesson_history() -> Vec<TaskEvent> {
+    let at = |sequence, body| TaskEvent {
+        event_id: text(&format!("evt-{sequence}")),
+        task_id: text("task-42"),
+        sequence,
+        body,
+    };
+    vec![
+        at(1, started(1)),
+        at(
+            2,
+            EventBody::CancellationRequested {
+                signal_id: text("sig-9"),
+                requester: text("user"),
+                reason: text("no longer needed"),
+            },
+        ),
+        at(3, completed(1, true)),
+        at(
+            4,
+            EventBody::TaskCancelled {
+                stopped_at_sequence: 3,
+                effects_reconciled: true,
+            },
+        ),
+    ]
+}
+
+#[test]
+fn replay_folds_in_sequence_order_and_stops_at_the_first_reject() {
+    let history = lesson_history();
+    let state = replay(text("task-42"), &history[..3], Policy::CompletionWins).unwrap();
+    assert_eq!(state.status, Status::Completed);
+    assert_eq!(state.version, 3);
+    assert_eq!(state.attempt, 1);
+    assert_eq!(state.cancellation_signal_id.as_deref(), Some("sig-9"));
+
+    // Given out of order, the same result.
+    let shuffled = vec![history[2].clone(), history[0].clone(), history[1].clone()];
+    assert_eq!(
+        replay(text("task-42"), &shuffled, Policy::CompletionWins),
+        Ok(state.clone())
+    );
+
+    let invalid = replay(text("task-42"), &history, Policy::CompletionWins).unwrap_err();
+    assert_eq!(
+        invalid,
+        InvalidHistory {
+            event_id: text("evt-4"),
+            sequence: 4,
+            reason: ReplayFailure::Rejected(RejectReason::TerminalState),
+            state_before: state.clone(),
+        }
+    );
+    assert_eq!(invalid.reason.as_str(), "TERMINAL_STATE");
+
+    // Under cancel-wins the same history stops at the completion.
+    let invalid = replay(text("task-42"), &history, Policy::CancelWins).unwrap_err();
+    assert_eq!(invalid.event_id, text("evt-3"));
+    assert_eq!(invalid.reason.as_str(), "CANCELLATION_PENDING");
+    assert_eq!(invalid.state_before.status, Status::Cancelling);
+
+    // A gap is not skipped.
+    let gapped = vec![history[0].clone(), history[2].clone()];
+    let invalid = replay(text("task-42"), &gapped, Policy::CompletionWins).unwrap_err();
+    assert_eq!(
+        invalid.reason,
+        ReplayFailure::Rejected(RejectReason::SequenceGap)
+    );
+    assert_eq!(invalid.state_before.version, 1);
+}
+
+#[test]
+fn replay_skips_a_repeated_event_and_stops_at_a_conflicting_one() {
+    let history = lesson_history();
+    let clean = replay(text("task-42"), &history[..3], Policy::CompletionWins).unwrap();
+
+    let mut repeated = history[..3].to_vec();
+    repeated.insert(1, history[0].clone());
+    repeated.push(history[1].clone());
+    assert_eq!(
+        replay(text("task-42"), &repeated, Policy::CompletionWins),
+        Ok(clean)
+    );
+
+    // Same id, another payload: the lesson skips it, we stop.
+    let mut conflicting = history[..3].to_vec();
+    let mut changed = history[0].clone();
+    changed.body = EventBody::TaskStarted {
+        attempt: 1,
+        worker_id: text("worker-z"),
+        lease_until_epoch_ms: 1000,
+    };
+    conflicting.push(changed);
+    let invalid = replay(text("task-42"), &conflicting, Policy::CompletionWins).unwrap_err();
+    assert_eq!(invalid.reason, ReplayFailure::EventIdPayloadConflict);
+    assert_eq!(invalid.reason.as_str(), "EVENT_ID_PAYLOAD_CONFLICT");
+    assert_eq!(invalid.event_id, text("evt-1"));
+    // Both evt-1s sort to sequence 1; the second one is the conflict, met
+    // right after the first was applied.
+    assert_eq!(invalid.state_before.version, 1);
+
+    // A new id at a used sequence is a history conflict, not a duplicate.
+    let mut reused = history[..2].to_vec();
+    let mut other = history[1].clone();
+    other.event_id = text("evt-other");
+    reused.push(other);
+    let invalid = replay(text("task-42"), &reused, Policy::CompletionWins).unwrap_err();
+    assert_eq!(
+        invalid.reason,
+        ReplayFailure::Rejected(RejectReason::DuplicateOrOldSequence)
+    );
+}
+
+#[test]
+fn fold_continues_from_a_snapshot() {
+    let history = lesson_history();
+    let snapshot = replay(text("task-42"), &history[..2], Policy::CompletionWins).unwrap();
+    assert_eq!(
+        fold(snapshot, &history[2..3], Policy::CompletionWins),
+        replay(text("task-42"), &history[..3], Policy::CompletionWins)
+    );
+    assert_eq!(
+        replay(text("task-42"), &[], Policy::CompletionWins),
+        Ok(initial_state(text("task-42")))
     );
 }
