@@ -1,11 +1,14 @@
-//! Tests of lesson 003's state machine, its JSON shapes and replay: the
-//! whole (status × event type) table as one reviewed snapshot, every reject
-//! reason and the order of the checks, the JSON shapes (fast writers against
-//! the `Value` route, the text reader against the `Value` reader), and
-//! replay of event histories.
+//! Tests of lesson 003's state machine and the tools around it: the whole
+//! (status × event type) table as one reviewed snapshot, every reject reason
+//! and the order of the checks, the JSON shapes (fast writers against the
+//! `Value` route, the text reader against the `Value` reader), replay, and
+//! `sim transition` / `sim replay-events` end to end through the binary.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 use sim::hash::{hex, sha256};
@@ -1464,4 +1467,377 @@ fn fold_continues_from_a_snapshot() {
         replay(text("task-42"), &[], Policy::CompletionWins),
         Ok(initial_state(text("task-42")))
     );
+}
+
+// ---------------------------------------------------------------------------
+// 3. `sim transition` through the binary
+// ---------------------------------------------------------------------------
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn sim(args: &[&str], stdin: &[u8]) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the sim binary starts");
+    let mut input = child.stdin.take().expect("stdin is piped");
+    let bytes = stdin.to_vec();
+    // Written from a thread so a large output cannot block a large input.
+    let writer = std::thread::spawn(move || input.write_all(&bytes));
+    let output = child.wait_with_output().expect("sim finishes");
+    writer.join().unwrap().unwrap();
+    Run {
+        code: output.status.code().expect("sim exits with a code"),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("transition-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn expected_result(line: &str) -> String {
+    let input = parse_transition_line(line).unwrap();
+    let mut out = String::new();
+    write_result(
+        &mut out,
+        &input.state,
+        &transition(&input.state, &input.event, input.policy),
+    );
+    out
+}
+
+fn error_line(message: &str, line: usize) -> String {
+    json!({"error": message, "line": line}).to_string()
+}
+
+#[test]
+fn sim_transition_good_lines_exit_zero() {
+    let start = line_value(
+        &initial_state(text("task-1")),
+        &event_at("task-1", 1, started(1)),
+    )
+    .to_string();
+    let race = json!({
+        "state": state_to_json(&with_status(Status::Cancelling)),
+        "event": event_to_json(&event_at("task-1", 4, completed(2, true))),
+        "policy": "cancel-wins",
+    })
+    .to_string();
+    let race_default = line_value(
+        &with_status(Status::Cancelling),
+        &event_at("task-1", 4, completed(2, true)),
+    )
+    .to_string();
+    let input = format!("{start}\n{race}\r\n{race_default}");
+    let run = sim(&["transition"], input.as_bytes());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        r#"{"accepted":true,"evidence":{"completionWonCancellationRace":false,"eventId":"evt-1","nextStatus":"running","previousStatus":"queued"},"next":{"artifactSha256":null,"attempt":1,"cancellationSignalId":null,"leaseUntilEpochMs":9000,"status":"running","taskId":"task-1","terminalErrorCode":null,"version":1,"workerId":"worker-b"}}"#
+    );
+    assert_eq!(
+        lines[1],
+        r#"{"accepted":false,"current":{"artifactSha256":null,"attempt":2,"cancellationSignalId":null,"leaseUntilEpochMs":5000,"status":"cancelling","taskId":"task-1","terminalErrorCode":null,"version":3,"workerId":"worker-a"},"reason":"CANCELLATION_PENDING"}"#
+    );
+    assert_eq!(lines[2], expected_result(&race_default));
+    assert!(lines[2].contains(r#""completionWonCancellationRace":true"#));
+    assert_eq!(lines.len(), 3);
+    assert!(run.stdout.ends_with('\n'));
+
+    // The same from a file.
+    let path = temp_file("good.jsonl", input.as_bytes());
+    let from_file = sim(&["transition", path.to_str().unwrap()], b"");
+    assert_eq!(from_file.code, 0);
+    assert_eq!(from_file.stdout, run.stdout);
+}
+
+#[test]
+fn sim_transition_error_lines_keep_going_and_exit_two() {
+    let good = line_value(&running(), &event_at("task-1", 4, completed(2, true)));
+    let with = |edit: &dyn Fn(&mut Value)| {
+        let mut value = good.clone();
+        edit(&mut value);
+        value.to_string()
+    };
+    let mut input: Vec<u8> = Vec::new();
+    let mut expected: Vec<String> = Vec::new();
+    let mut push = |line: &[u8], output: Option<String>| {
+        input.extend_from_slice(line);
+        input.push(b'\n');
+        if let Some(output) = output {
+            expected.push(output);
+        }
+    };
+    let good_line = good.to_string();
+    push(good_line.as_bytes(), Some(expected_result(&good_line))); // 1
+    push(
+        b"{\"state\": nope}",
+        Some(error_line("invalid JSON at column 11: expected a value", 2)),
+    ); // 2
+    push(b"", None); // 3
+    push(b"   \t ", None); // 4
+    let missing = with(&|v| drop(v["state"].as_object_mut().unwrap().remove("workerId")));
+    push(
+        missing.as_bytes(),
+        Some(error_line(
+            "state.workerId: missing, expected a string or null",
+            5,
+        )),
+    );
+    let wrong_type = with(&|v| v["event"]["attempt"] = json!("2"));
+    push(
+        wrong_type.as_bytes(),
+        Some(error_line(
+            "event.attempt: expected an integer, got string",
+            6,
+        )),
+    );
+    let status = with(&|v| v["state"]["status"] = json!("paused"));
+    push(
+        status.as_bytes(),
+        Some(error_line(
+            "state.status: expected one of queued, running, cancelling, completed, failed, cancelled, got \"paused\"",
+            7,
+        )),
+    );
+    let kind = with(&|v| v["event"]["type"] = json!("TaskPaused"));
+    push(
+        kind.as_bytes(),
+        Some(error_line(
+            "event.type: expected one of TaskStarted, CancellationRequested, TaskCompleted, AttemptFailed, TaskFailed, TaskCancelled, got \"TaskPaused\"",
+            8,
+        )),
+    );
+    let policy = with(&|v| v["policy"] = json!("first-wins"));
+    push(
+        policy.as_bytes(),
+        Some(error_line(
+            "policy: expected \"completion-wins\" or \"cancel-wins\", got \"first-wins\"",
+            9,
+        )),
+    );
+    let fraction = with(&|v| v["event"]["sequence"] = json!(4.5));
+    push(
+        fraction.as_bytes(),
+        Some(error_line(
+            "event.sequence: expected an integer, got non-integral number 4.5",
+            10,
+        )),
+    );
+    // 4.0 is the integer 4.
+    let integral = good_line.replace(r#""sequence":4"#, r#""sequence":4.0"#);
+    assert_ne!(integral, good_line);
+    push(integral.as_bytes(), Some(expected_result(&good_line))); // 11
+    push(
+        b"[1,2]",
+        Some(error_line(
+            "expected an object with \"state\" and \"event\", got array",
+            12,
+        )),
+    );
+    push(
+        b"{\"event\":{}}",
+        Some(error_line("state: missing, expected an object", 13)),
+    );
+    push(
+        b"{\"state\":{},\"event\":{}}",
+        Some(error_line("state.taskId: missing, expected a string", 14)),
+    );
+    let mut not_utf8 = good_line.clone().into_bytes();
+    not_utf8[20] = 0xff;
+    push(&not_utf8, Some(error_line("invalid UTF-8 at byte 21", 15)));
+    push(b"\r", None); // 16
+    push(good_line.as_bytes(), Some(expected_result(&good_line))); // 17
+    let run = sim(&["transition"], &input);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr, "");
+    assert_eq!(run.stdout, expected.join("\n") + "\n");
+
+    // Only good lines and blank ones: exit 0, blank lines print nothing.
+    let run = sim(&["transition"], format!("\n{good_line}\n\n  \n").as_bytes());
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stdout, expected_result(&good_line) + "\n");
+    let run = sim(&["transition"], b"");
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+
+    // A byte-order mark before the first line is not part of the JSON.
+    let run = sim(&["transition"], format!("\u{feff}{good_line}").as_bytes());
+    assert_eq!(
+        (run.code, run.stdout),
+        (0, expected_result(&good_line) + "\n")
+    );
+}
+
+#[test]
+fn sim_transition_unreadable_input_names_the_file() {
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-such-file.jsonl");
+    let run = sim(&["transition", missing.to_str().unwrap()], b"");
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.contains("no-such-file.jsonl"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1);
+
+    let dir = env!("CARGO_TARGET_TMPDIR");
+    let run = sim(&["transition", dir], b"");
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.contains(dir) && run.stderr.contains("directory"),
+        "{}",
+        run.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 4. `sim replay-events` through the binary
+// ---------------------------------------------------------------------------
+
+fn history_lines(events: &[TaskEvent]) -> String {
+    events
+        .iter()
+        .map(|event| event_to_json(event).to_string() + "\n")
+        .collect()
+}
+
+#[test]
+fn sim_replay_events_prints_the_state_of_a_valid_history() {
+    let history = lesson_history();
+    // Out of order, with a blank line and a repeated event.
+    let events = [
+        history[1].clone(),
+        history[0].clone(),
+        history[2].clone(),
+        history[0].clone(),
+    ];
+    let file = temp_file(
+        "valid.jsonl",
+        (history_lines(&events[..2]) + "\n" + &history_lines(&events[2..])).as_bytes(),
+    );
+    let run = sim(&["replay-events", file.to_str().unwrap()], b"");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        "{\"artifactSha256\":\"art\",\"attempt\":1,\"cancellationSignalId\":\"sig-9\",\
+         \"leaseUntilEpochMs\":null,\"status\":\"completed\",\"taskId\":\"task-42\",\
+         \"terminalErrorCode\":null,\"version\":3,\"workerId\":null}\n"
+    );
+}
+
+#[test]
+fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
+    let history = lesson_history();
+    let file = temp_file("late-cancel.jsonl", history_lines(&history).as_bytes());
+    let run = sim(&["replay-events", file.to_str().unwrap()], b"");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let state_before = replay(text("task-42"), &history[..3], Policy::CompletionWins).unwrap();
+    let mut state_json = String::new();
+    write_state(&mut state_json, &state_before);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "{{\"invalid\":{{\"eventId\":\"evt-4\",\"reason\":\"TERMINAL_STATE\",\"sequence\":4}},\"stateBefore\":{state_json}}}\n"
+        )
+    );
+
+    let run = sim(
+        &[
+            "replay-events",
+            file.to_str().unwrap(),
+            "--policy",
+            "cancel-wins",
+        ],
+        b"",
+    );
+    assert_eq!(run.code, 1);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["invalid"]["reason"], "CANCELLATION_PENDING");
+    assert_eq!(report["invalid"]["eventId"], "evt-3");
+    assert_eq!(report["stateBefore"]["status"], "cancelling");
+
+    // The same id with another payload stops the replay.
+    let mut changed = history[1].clone();
+    changed.body = EventBody::CancellationRequested {
+        signal_id: text("sig-10"),
+        requester: text("user"),
+        reason: text("no longer needed"),
+    };
+    let events = [
+        history[0].clone(),
+        history[1].clone(),
+        changed,
+        history[2].clone(),
+    ];
+    let file = temp_file("conflict.jsonl", history_lines(&events).as_bytes());
+    let run = sim(&["replay-events", file.to_str().unwrap()], b"");
+    assert_eq!(run.code, 1);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        report["invalid"],
+        json!({"eventId": "evt-2", "reason": "EVENT_ID_PAYLOAD_CONFLICT", "sequence": 2})
+    );
+    assert_eq!(report["stateBefore"]["version"], 2);
+}
+
+#[test]
+fn sim_replay_events_refuses_a_malformed_file_with_exit_two() {
+    let history = lesson_history();
+    let bad_line = history_lines(&history[..1]) + "{\"eventId\":\"evt-2\"}\n";
+    let other_task = {
+        let mut event = history[1].clone();
+        event.task_id = text("task-7");
+        history_lines(&history[..1]) + "\n" + &history_lines(&[event])
+    };
+    let cases = [
+        (
+            "bad-line.jsonl",
+            bad_line.into_bytes(),
+            ":2: event.taskId: missing, expected a string",
+        ),
+        (
+            "not-json.jsonl",
+            b"{\"eventId\":\n".to_vec(),
+            ":1: invalid JSON",
+        ),
+        (
+            "two-tasks.jsonl",
+            other_task.into_bytes(),
+            ":3: event.taskId: expected \"task-42\"",
+        ),
+        ("empty.jsonl", b"\n  \n".to_vec(), ": no events"),
+        (
+            "array.jsonl",
+            b"[]\n".to_vec(),
+            ":1: event: expected an object, got array",
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let file = temp_file(name, &bytes);
+        let run = sim(&["replay-events", file.to_str().unwrap()], b"");
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{name}");
+        assert!(
+            run.stderr
+                .contains(&format!("{}{expected}", file.display())),
+            "{name}: {}",
+            run.stderr
+        );
+    }
+    let run = sim(&["replay-events", "/no/such/history.jsonl"], b"");
+    assert_eq!((run.code, run.stdout.as_str()), (2, ""));
+    assert!(run.stderr.contains("/no/such/history.jsonl"));
 }
