@@ -560,6 +560,19 @@ impl Db {
             .any(|item| item.task == Some(task))
     }
 
+    /// A review that stops automation on the task itself: its effect cannot
+    /// be confirmed, or its history conflicts. Other reasons concern a
+    /// message or a snapshot; the task can still be settled.
+    pub fn automation_blocked(&self, task: TaskId) -> bool {
+        self.manual_review.iter().any(|item| {
+            item.task == Some(task)
+                && matches!(
+                    item.reason,
+                    ReviewReason::StoreCannotConfirm | ReviewReason::EventIdPayloadConflict
+                )
+        })
+    }
+
     pub fn reject(&mut self, rejection: Rejection) {
         self.rejections_total += 1;
         if self.rejections.len() < REJECTIONS_KEPT {

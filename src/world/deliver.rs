@@ -68,7 +68,6 @@ impl World {
             self.rec.task = Some(entry.task);
             self.rec.message = Some(entry.message);
             self.rec.entry = Some(id);
-            self.rec.attempt = entry.deliveries;
             self.rec.outcome = code;
             self.broker.dead_letter(id, code, self.handler_version, now);
             self.touched.entries.push(id);
@@ -89,7 +88,6 @@ impl World {
         self.rec.task = Some(entry.task);
         self.rec.message = Some(entry.message);
         self.rec.entry = Some(id);
-        self.rec.attempt = entry.deliveries;
         self.rec.hash = Some(entry.payload_sha256);
         self.rec.outcome = match consumer.kind {
             ActorKind::Worker => "to-worker",

@@ -53,6 +53,8 @@ pub struct Fence {
     pub hid_artifact: bool,
     pub reads: u32,
     pub hides: u32,
+    /// The last hide call was answered (not timed out).
+    pub hide_answered: bool,
 }
 
 /// Where a fence step left things.
@@ -79,6 +81,7 @@ impl Fence {
             hid_artifact: false,
             reads: 0,
             hides: 0,
+            hide_answered: false,
         }
     }
 
@@ -287,54 +290,48 @@ impl World {
                 self.rec.outcome = "never-started";
                 FenceProgress::Next(self.latency())
             }
-            _ => {
-                self.rec.outcome = "STORE_CANNOT_CONFIRM";
-                self.db.review(
-                    Some(fence.task),
-                    super::db::ReviewReason::StoreCannotConfirm,
-                    fence.token().to_string(),
-                    self.now,
-                );
-                self.sometimes("store-cannot-confirm");
-                FenceProgress::Abort("STORE_CANNOT_CONFIRM")
-            }
+            _ => self.fence_cannot_confirm(fence),
         }
+    }
+
+    fn fence_cannot_confirm(&mut self, fence: &Fence) -> FenceProgress {
+        self.rec.outcome = "STORE_CANNOT_CONFIRM";
+        self.db.review(
+            Some(fence.task),
+            super::db::ReviewReason::StoreCannotConfirm,
+            fence.token().to_string(),
+            self.now,
+        );
+        self.sometimes("store-cannot-confirm");
+        FenceProgress::Abort("STORE_CANNOT_CONFIRM")
     }
 
     fn fence_hide(&mut self, fence: &mut Fence) -> FenceProgress {
         let token = fence.token();
-        self.touched.tokens.push(token);
         fence.hides += 1;
-        let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
-        let delay = match self.fault(Site::StoreHide) {
-            Some(FaultKind::TimeoutBeforeCommit) => {
-                self.rec.outcome = "timeout";
-                self.config.store_timeout_ms
-            }
-            Some(FaultKind::TimeoutAfterCommit) => {
-                self.store.hide(token);
-                self.rec.outcome = "timeout";
-                self.config.store_timeout_ms
-            }
-            _ => {
-                self.store.hide(token);
-                self.rec.outcome = if had_artifact { "hidden" } else { "tombstoned" };
-                self.latency()
-            }
-        };
-        if had_artifact {
+        if matches!(self.store.observe(token), Observed::Present { .. }) {
             fence.hid_artifact = true;
         }
+        fence.hide_answered = self.store_hide(token);
         fence.phase = FencePhase::Check;
+        let delay = if fence.hide_answered {
+            self.latency()
+        } else {
+            self.config.store_timeout_ms
+        };
         FenceProgress::Next(delay)
     }
 
     fn fence_check(&mut self, fence: &mut Fence) -> FenceProgress {
         if !self.config.store_supports_query {
-            // Nothing to read back with; the hide call's own answer stands.
-            fence.phase = FencePhase::Resolve;
-            self.rec.outcome = "assumed-hidden";
-            return FenceProgress::Next(self.latency());
+            // Nothing to read back with: only the hide call's own answer
+            // can say it is hidden.
+            if fence.hide_answered {
+                fence.phase = FencePhase::Resolve;
+                self.rec.outcome = "hidden-by-answer";
+                return FenceProgress::Next(self.latency());
+            }
+            return self.fence_cannot_confirm(fence);
         }
         if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
             fence.reads += 1;
@@ -370,6 +367,20 @@ impl World {
         let token = fence.token();
         let expected = self.expected_sha(fence);
         let row = self.db.task_mut(fence.task);
+        // A compensation a worker started and never finished is settled by
+        // this fence: the artifact is now hidden (or was never there).
+        for ledger in row.effects.iter_mut() {
+            if ledger.token.kind == EffectKind::Compensation
+                && ledger.token.attempt == fence.attempt
+                && ledger.state.is_open()
+            {
+                ledger.state = if fence.used {
+                    EffectState::Failed
+                } else {
+                    EffectState::Compensated
+                };
+            }
+        }
         if let Some(ledger) = row.effect_mut(token) {
             if fence.used {
                 ledger.state = EffectState::Verified;

@@ -156,7 +156,7 @@ impl World {
         self.rec.attempt = lease.attempt;
         let live = matches!(state.status, Status::Running | Status::Cancelling)
             && state.attempt == i64::from(lease.attempt);
-        if !live || self.db.in_review(task) {
+        if !live || self.db.automation_blocked(task) {
             self.db.set_lease(task, None);
             self.rec.outcome = if live {
                 "in-manual-review"
@@ -180,19 +180,35 @@ impl World {
     /// A dead letter: re-drive a transiently dead-lettered task (a fresh
     /// outbox row for the same attempt) within its budget, else review.
     fn reconcile_dead_letter(&mut self, id: DeadLetterId) {
-        self.broker.unseen_dead_letters.retain(|seen| *seen != id);
         let letter = self
             .broker
             .dead_letter_by_id(id)
             .expect("listed dead letters exist")
             .clone();
         let task = letter.task;
+        let transient = is_transient(letter.error_code);
+        let message_live = self.broker.has_live_message(letter.message);
+        // An event the projector never got is always worth sending again:
+        // applying it is idempotent, and the read model needs it.
+        if letter.topic == Topic::TaskEvents && transient && !message_live {
+            self.begin(ActorId::RECONCILER, Verb::Redrive);
+            self.rec.task = Some(task);
+            if self.commit_fault() != Some(false) {
+                self.seen_dead_letter(id);
+                let Payload::Event(event) = letter.payload.clone() else {
+                    unreachable!("task-events carry events");
+                };
+                self.republish_event(task, event, letter.payload_sha256);
+                self.rec.outcome = "redriven";
+                self.sometimes("dead-letter-redriven");
+            }
+            self.finish();
+            return;
+        }
         let live_task = self
             .db
             .find_task(task)
             .is_some_and(|row| !row.state.status.is_terminal());
-        let transient = is_transient(letter.error_code);
-        let message_live = self.broker.has_live_message(letter.message);
         if !transient || !live_task || message_live {
             self.begin(ActorId::RECONCILER, Verb::Scan);
             self.rec.task = Some(task);
@@ -202,6 +218,7 @@ impl World {
             } else {
                 "not-transient"
             };
+            self.seen_dead_letter(id);
             self.finish();
             return;
         }
@@ -211,6 +228,7 @@ impl World {
             self.rec.task = Some(task);
             self.rec.message = Some(letter.message);
             if self.commit_fault() != Some(false) {
+                self.seen_dead_letter(id);
                 self.db.review(
                     Some(task),
                     ReviewReason::DeadLettered,
@@ -229,20 +247,22 @@ impl World {
             self.finish();
             return;
         }
+        self.seen_dead_letter(id);
         self.db.task_mut(task).redrives += 1;
-        match (&letter.payload, letter.topic) {
-            (Payload::Work { attempt, .. }, Topic::TaskWork) => {
-                let attempt = *attempt;
-                self.insert_work_row(task, WorkKind::TaskRedrive, attempt, self.now);
-            }
-            (Payload::Event(event), _) => {
-                self.republish_event(task, event.clone(), letter.payload_sha256);
-            }
-            (Payload::Work { .. }, Topic::TaskEvents) => unreachable!("work rides task-work"),
-        }
+        let Payload::Work { attempt, .. } = letter.payload else {
+            unreachable!("task-work carries work");
+        };
+        self.insert_work_row(task, WorkKind::TaskRedrive, attempt, self.now);
         self.rec.outcome = "redriven";
         self.sometimes("dead-letter-redriven");
         self.finish();
+    }
+
+    /// The dead letter is handled: it leaves the reconciler's work list
+    /// only with the step that handled it, so a crash before commit leaves
+    /// it there for the next scan.
+    fn seen_dead_letter(&mut self, id: DeadLetterId) {
+        self.broker.unseen_dead_letters.retain(|seen| *seen != id);
     }
 
     fn republish_event(
@@ -311,6 +331,9 @@ impl World {
             if let Some(task) = task {
                 self.compact_task(task);
             }
+        } else if task.is_some_and(|task| self.db.in_review(task)) {
+            // Kept until a human settles the task; nothing to look at again.
+            self.rec.outcome = "kept-for-review";
         } else {
             let again = self.now + self.config.reconcile_every_ms;
             self.db.retention_index.insert((again, key));

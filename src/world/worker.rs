@@ -83,6 +83,8 @@ pub struct Job {
     pub puts: u32,
     pub reads: u32,
     pub hides: u32,
+    /// The last hide call was answered (not timed out).
+    pub hide_answered: bool,
     pub result: Option<ProcessResult>,
     pub fence: Option<Fence>,
 }
@@ -309,6 +311,7 @@ impl World {
             puts: 0,
             reads: 0,
             hides: 0,
+            hide_answered: false,
             result: None,
             fence: None,
             delivery,
@@ -856,22 +859,11 @@ impl World {
     /// Hides the bad artifact (the compensation's store call).
     fn worker_compensate(&mut self, job: &mut Job) -> Step {
         job.hides += 1;
-        self.touched.tokens.push(job.token);
-        let delay = match self.fault(Site::StoreHide) {
-            Some(FaultKind::TimeoutBeforeCommit) => {
-                self.rec.outcome = "timeout";
-                self.config.store_timeout_ms
-            }
-            Some(FaultKind::TimeoutAfterCommit) => {
-                self.store.hide(job.token);
-                self.rec.outcome = "timeout";
-                self.config.store_timeout_ms
-            }
-            _ => {
-                self.store.hide(job.token);
-                self.rec.outcome = "hidden";
-                self.latency()
-            }
+        job.hide_answered = self.store_hide(job.token);
+        let delay = if job.hide_answered {
+            self.latency()
+        } else {
+            self.config.store_timeout_ms
         };
         if self.mutant == Some(Mutant::UnverifiedCompensation) {
             return Step::Next(WorkerPhase::Fail, delay);
@@ -879,11 +871,39 @@ impl World {
         Step::Next(WorkerPhase::CheckHidden, delay)
     }
 
+    /// One `store.hide` call under `token` (a tombstone if nothing is
+    /// there). True when the store answered; false on a timeout, whose
+    /// outcome is unknown.
+    pub fn store_hide(&mut self, token: Token) -> bool {
+        self.touched.tokens.push(token);
+        let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
+        match self.fault(Site::StoreHide) {
+            Some(FaultKind::TimeoutBeforeCommit) => {
+                self.rec.outcome = "timeout";
+                false
+            }
+            Some(FaultKind::TimeoutAfterCommit) => {
+                self.store.hide(token);
+                self.rec.outcome = "timeout";
+                false
+            }
+            _ => {
+                self.store.hide(token);
+                self.rec.outcome = if had_artifact { "hidden" } else { "tombstoned" };
+                true
+            }
+        }
+    }
+
     /// Reads back that the artifact is hidden before the ledger says so.
     fn worker_check_hidden(&mut self, job: &mut Job) -> Step {
         if !self.config.store_supports_query {
-            self.rec.outcome = "assumed-hidden";
-            return Step::Next(WorkerPhase::Fail, self.latency());
+            // Only the hide call's own answer can say it is hidden.
+            if job.hide_answered {
+                self.rec.outcome = "hidden-by-answer";
+                return Step::Next(WorkerPhase::Fail, self.latency());
+            }
+            return self.cannot_confirm(job);
         }
         if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
             job.reads += 1;
