@@ -15,6 +15,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod simulate;
+pub mod stopwatch;
 pub mod task;
 pub mod trace;
 pub mod transition_cli;

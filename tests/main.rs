@@ -1,3 +1,9 @@
 //! The one integration-test binary; a module per area.
 
+mod cli;
+mod common;
+mod determinism;
+mod input_errors;
+mod scenarios;
+mod tidy;
 mod transition;

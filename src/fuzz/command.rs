@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::Instant;
 
 use crate::error::{EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION};
 use crate::faults::{FaultKind, Site, catalogue};
@@ -201,7 +200,7 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         write_repro: true,
         stop_at_first: false,
     };
-    let started = Instant::now();
+    let started = crate::stopwatch::Stopwatch::start();
     let terminal = std::io::stderr().is_terminal();
     let mut done = 0u64;
     let mut steps = 0u64;
@@ -215,7 +214,7 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         if result.outcome.violation.is_some() || !result.outcome.not_converged.is_empty() {
             failures += 1;
         }
-        let elapsed = started.elapsed().as_secs_f64();
+        let elapsed = started.seconds();
         if !quiet && elapsed > 1.0 && (elapsed - last_print > 0.5 || done as usize == total) {
             last_print = elapsed;
             let line = format!(
@@ -230,10 +229,10 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
             };
         }
     });
-    if !quiet && terminal && started.elapsed().as_secs_f64() > 1.0 {
+    if !quiet && terminal && started.seconds() > 1.0 {
         eprintln!();
     }
-    let seconds = started.elapsed().as_secs_f64();
+    let seconds = started.seconds();
     let mut totals = Totals::default();
     for result in &results {
         totals.add(result);

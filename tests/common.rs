@@ -1,0 +1,58 @@
+//! Helpers shared by the test modules: scenario discovery, running the
+//! binary, scratch directories.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Every scenario file under `scenarios/`, sorted.
+pub fn scenario_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    walk(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").as_path(), &mut files);
+    files.sort();
+    files
+}
+
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, files);
+        } else if path.extension().is_some_and(|ext| ext == "toml") {
+            files.push(path);
+        }
+    }
+}
+
+/// The scenario's path relative to `scenarios/`, without `.toml`.
+pub fn scenario_name(path: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .with_extension("")
+        .to_string_lossy()
+        .replace(std::path::MAIN_SEPARATOR, "/")
+}
+
+/// Runs the `sim` binary.
+pub fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the sim binary runs")
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

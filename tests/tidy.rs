@@ -1,0 +1,61 @@
+//! Tidiness the architecture depends on: no hash-ordered containers, wall
+//! clocks or OS randomness in `src/` (the wall clock lives in one file that
+//! only reports speed), and every file says what lives there.
+
+use std::path::{Path, PathBuf};
+
+fn sources() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("src/ is readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn src_names_no_hash_map_clock_or_os_randomness() {
+    let forbidden = ["HashMap", "HashSet", "Instant", "SystemTime", "thread_rng", "from_os_rng"];
+    let mut found = Vec::new();
+    for path in sources() {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let stopwatch = path.ends_with("stopwatch.rs");
+        for word in forbidden {
+            if text.contains(word) && !(stopwatch && word == "Instant") {
+                found.push(format!("{} names {word}", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn the_simulation_never_reads_the_stopwatch() {
+    for path in sources() {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let inside = ["world", "task", "invariants.rs", "trace.rs", "simulate.rs"]
+            .iter()
+            .any(|part| path.to_string_lossy().contains(&format!("src/{part}")));
+        assert!(
+            !(inside && text.contains("stopwatch")),
+            "{} reads the wall clock",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn every_source_file_opens_with_a_doc_line() {
+    for path in sources() {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        assert!(text.starts_with("//!"), "{} does not open with `//!`", path.display());
+    }
+}
