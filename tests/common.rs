@@ -7,7 +7,12 @@ use std::process::{Command, Output};
 /// Every scenario file under `scenarios/`, sorted.
 pub fn scenario_files() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    walk(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").as_path(), &mut files);
+    walk(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .as_path(),
+        &mut files,
+    );
     files.sort();
     files
 }

@@ -45,18 +45,36 @@ fn every_bad_scenario_gets_one_clear_error_and_exit_2() {
         ]);
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{case}: {stderr}");
-        assert!(output.stdout.is_empty(), "{case}: stdout {:?}", text(&output.stdout));
-        assert!(stderr.contains(file.to_str().unwrap()), "{case}: names the file: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{case}: stdout {:?}",
+            text(&output.stdout)
+        );
+        assert!(
+            stderr.contains(file.to_str().unwrap()),
+            "{case}: names the file: {stderr}"
+        );
         for needle in needles {
-            assert!(stderr.contains(needle), "{case}: expected {needle:?} in {stderr}");
+            assert!(
+                stderr.contains(needle),
+                "{case}: expected {needle:?} in {stderr}"
+            );
         }
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{case}: one message: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{case}: one message: {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{case}: {stderr}");
         assert!(!dump.exists(), "{case}: no partial dump");
         assert!(!trace.exists(), "{case}: no partial trace");
         let validate = sim(&["validate", file.to_str().unwrap()]);
         assert_eq!(validate.status.code(), Some(2), "{case}: validate");
-        assert_eq!(text(&validate.stderr), stderr, "{case}: validate says the same");
+        assert_eq!(
+            text(&validate.stderr),
+            stderr,
+            "{case}: validate says the same"
+        );
     }
 }
 
@@ -67,7 +85,10 @@ fn a_missing_file_and_a_directory_are_input_errors() {
     let output = sim(&["run", missing.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("nope.toml") && stderr.contains("no such file"), "{stderr}");
+    assert!(
+        stderr.contains("nope.toml") && stderr.contains("no such file"),
+        "{stderr}"
+    );
     let output = sim(&["run", dir.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
@@ -78,7 +99,12 @@ fn a_missing_file_and_a_directory_are_input_errors() {
 fn bad_flags_are_usage_errors_with_exit_2() {
     let output = sim(&["run", "scenarios/happy-path.toml", "--seed", "minus-one"]);
     assert_eq!(output.status.code(), Some(2));
-    let output = sim(&["run", "scenarios/happy-path.toml", "--mutant", "no-such-mutant"]);
+    let output = sim(&[
+        "run",
+        "scenarios/happy-path.toml",
+        "--mutant",
+        "no-such-mutant",
+    ]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("sim mutants"));
     let output = sim(&["fuzz", "--shard", "3/2"]);

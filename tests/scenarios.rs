@@ -29,9 +29,13 @@ fn every_scenario_ends_as_it_expects_and_matches_its_snapshot() {
         let scenario = load(&path).unwrap_or_else(|error| panic!("{error}"));
         let finished = execute(&scenario, world_for(&scenario), |_, _| {});
         assert_eq!(
-            finished.exit, 0,
+            finished.exit,
+            0,
             "{name}: exit {}, unmet {:?}, violation {:?}, not converged {:?}",
-            finished.exit, finished.unmet, finished.outcome.violation, finished.outcome.not_converged
+            finished.exit,
+            finished.unmet,
+            finished.outcome.violation,
+            finished.outcome.not_converged
         );
         let text = snapshot_part(&finished.dump);
         insta::with_settings!({
@@ -54,9 +58,23 @@ fn replaying_every_scenario_s_event_history_gives_its_state_row() {
             continue;
         }
         for row in &finished.world.db.tasks {
-            let events: Vec<_> = row.events.iter().map(|stored| stored.event.clone()).collect();
-            let replayed = sim::task::replay::replay(row.state.task_id.clone(), &events, scenario.config.cancel_policy)
-                .unwrap_or_else(|invalid| panic!("{}: {} does not replay: {invalid}", scenario_name(&path), row.id));
+            let events: Vec<_> = row
+                .events
+                .iter()
+                .map(|stored| stored.event.clone())
+                .collect();
+            let replayed = sim::task::replay::replay(
+                row.state.task_id.clone(),
+                &events,
+                scenario.config.cancel_policy,
+            )
+            .unwrap_or_else(|invalid| {
+                panic!(
+                    "{}: {} does not replay: {invalid}",
+                    scenario_name(&path),
+                    row.id
+                )
+            });
             assert_eq!(replayed, row.state, "{}: {}", scenario_name(&path), row.id);
         }
     }

@@ -23,7 +23,14 @@ fn sources() -> Vec<PathBuf> {
 
 #[test]
 fn src_names_no_hash_map_clock_or_os_randomness() {
-    let forbidden = ["HashMap", "HashSet", "Instant", "SystemTime", "thread_rng", "from_os_rng"];
+    let forbidden = [
+        "HashMap",
+        "HashSet",
+        "Instant",
+        "SystemTime",
+        "thread_rng",
+        "from_os_rng",
+    ];
     let mut found = Vec::new();
     for path in sources() {
         let text = std::fs::read_to_string(&path).expect("readable");
@@ -56,6 +63,10 @@ fn the_simulation_never_reads_the_stopwatch() {
 fn every_source_file_opens_with_a_doc_line() {
     for path in sources() {
         let text = std::fs::read_to_string(&path).expect("readable");
-        assert!(text.starts_with("//!"), "{} does not open with `//!`", path.display());
+        assert!(
+            text.starts_with("//!"),
+            "{} does not open with `//!`",
+            path.display()
+        );
     }
 }

@@ -273,10 +273,10 @@ pub fn run_seeds(
         }
     });
     results.sort_by_key(|result| result.seed);
-    if options.stop_at_first {
-        if let Some(first) = results.iter().position(|r| r.outcome.violation.is_some()) {
-            results.truncate(first + 1);
-        }
+    if options.stop_at_first
+        && let Some(first) = results.iter().position(|r| r.outcome.violation.is_some())
+    {
+        results.truncate(first + 1);
     }
     results
 }

@@ -237,10 +237,10 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     for result in &results {
         totals.add(result);
     }
-    if let Some(first) = results.first() {
-        if results.len() == 1 {
-            print!("{}", first.draw.describe());
-        }
+    if let Some(first) = results.first()
+        && results.len() == 1
+    {
+        print!("{}", first.draw.describe());
     }
     for result in &results {
         if let Some(report) = &result.report {
