@@ -91,8 +91,27 @@ pub enum Command {
     },
     /// List the invariants: stable id and statement
     Invariants,
-    /// List the protocol mutants: name, guard removed, lesson section, expected invariant
-    Mutants,
+    /// List the protocol mutants (name, lesson section, invariant expected to catch it, guard removed), or score them
+    Mutants {
+        /// Fuzz each mutant until the first kill or the budget; print the table and the score
+        #[arg(long)]
+        score: bool,
+        /// First seed of each mutant's campaign
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Seeds per mutant (the budget)
+        #[arg(long, default_value_t = 100)]
+        runs: u64,
+        /// Steps per seed
+        #[arg(long, default_value_t = 10_000)]
+        steps: u64,
+        /// Threads
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Score only these mutants
+        #[arg(long = "only", value_parser = parse_mutant)]
+        only: Vec<Mutant>,
+    },
     /// Apply lesson 003's transition to JSON lines of {"state","event","policy"?}
     Transition {
         /// JSON-lines input; standard input when absent
@@ -210,7 +229,21 @@ fn dispatch(command: Command) -> u8 {
             }
             EXIT_OK
         }
-        Command::Mutants => {
+        Command::Mutants {
+            score: true,
+            seed,
+            runs,
+            steps,
+            jobs,
+            only,
+        } => crate::fuzz::score::score_command(&crate::fuzz::score::ScoreOptions {
+            seed,
+            runs,
+            steps,
+            jobs,
+            only,
+        }),
+        Command::Mutants { .. } => {
             for info in MUTANTS {
                 println!(
                     "{:<30} {:<14} {:<34} {}",

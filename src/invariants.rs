@@ -780,6 +780,18 @@ impl World {
                 failures.push(format!("{} lost its error code or attempts", letter.id));
             }
         }
+        for (task, model) in &self.projector.models {
+            let state = &self.db.task(*task).state;
+            if model.state != *state {
+                failures.push(format!(
+                    "the projector's model of {task} is {}/v{} but the task is {}/v{}",
+                    model.state.status.as_str(),
+                    model.state.version,
+                    state.status.as_str(),
+                    state.version
+                ));
+            }
+        }
         for (task, entry) in &self.cache.entries {
             if let crate::world::cache::CacheEntry::View { status, version } = entry {
                 let state = &self.db.task(*task).state;

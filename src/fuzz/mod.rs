@@ -3,6 +3,7 @@
 
 pub mod campaign;
 pub mod command;
+pub mod score;
 pub mod swarm;
 pub mod workload;
 

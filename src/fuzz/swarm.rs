@@ -20,10 +20,22 @@ pub struct Draw {
 }
 
 /// Fault rates a kind can be drawn at, in parts per million of its site's
-/// occurrences.
+/// occurrences. Sites reached on nearly every step get low rates; sites a
+/// run reaches only now and then (a compensation's hide, a snapshot, a
+/// cache delete) get high ones, so each kind fires often enough to matter
+/// without drowning the run.
 const RATES: [u32; 4] = [2_000, 10_000, 30_000, 80_000];
+const RARE_SITE_RATES: [u32; 3] = [100_000, 250_000, 500_000];
 /// Crashes are per step of an actor: rarer.
 const CRASH_RATES: [u32; 3] = [500, 2_000, 8_000];
+
+fn rates_for(site: Site) -> &'static [u32] {
+    match site {
+        Site::Crash => &CRASH_RATES,
+        Site::StoreHide | Site::SnapshotWrite | Site::CacheEvict => &RARE_SITE_RATES,
+        _ => &RATES,
+    }
+}
 
 pub fn draw(seed: u64) -> Draw {
     let mut rng = Prng::new(seed, Stream::Shape);
@@ -60,11 +72,8 @@ pub fn draw(seed: u64) -> Draw {
     let mut rates = FaultRates::none();
     for (index, (site, _)) in catalogue().into_iter().enumerate() {
         if rng.chance(500_000) {
-            rates.ppm[index] = if site == Site::Crash {
-                CRASH_RATES[rng.index(CRASH_RATES.len())]
-            } else {
-                RATES[rng.index(RATES.len())]
-            };
+            let menu = rates_for(site);
+            rates.ppm[index] = menu[rng.index(menu.len())];
         }
     }
     let mix = WorkloadMix {

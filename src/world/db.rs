@@ -460,6 +460,8 @@ pub struct Db {
     pub lease_index: BTreeSet<(u64, TaskId)>,
     /// Idempotency records by the time their retention may end.
     pub retention_index: BTreeSet<(u64, Text)>,
+    /// Records whose retention waits for their task to end.
+    pub parked_retention: BTreeSet<Text>,
     /// Tasks created by replaying a dead letter, by dead-letter id.
     pub replays: BTreeMap<DeadLetterId, TaskId>,
     /// Event ids that do not follow the `<task>:<type>:<attempt>` form

@@ -339,6 +339,10 @@ impl World {
         }
         if becomes_terminal && !was_terminal {
             self.counters.tasks_terminal += 1;
+            let key = self.db.task(task).key.clone();
+            if self.db.parked_retention.remove(&key) {
+                self.db.retention_index.insert((now, key));
+            }
             let lease = self.db.task(task).lease;
             if lease.is_some() {
                 self.db.set_lease(task, None);

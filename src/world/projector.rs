@@ -207,7 +207,11 @@ impl World {
         let event = event_of(&delivery);
         let task = delivery.task;
         self.projector.current = Some(delivery);
-        if !self.projector.models.contains_key(&task) && event.sequence > 1 {
+        // A task it has no model of: new, or forgotten in a crash. Only a
+        // projector that never crashed can take a first event at face
+        // value; after a restart it cannot tell, so it rebuilds.
+        let may_have_forgotten = event.sequence > 1 || self.projector.life.incarnation > 1;
+        if !self.projector.models.contains_key(&task) && may_have_forgotten {
             self.begin(ActorId::PROJECTOR, Verb::Rebuild);
             self.rec.task = Some(task);
             self.rec.hash = Some(self.projector.current.as_ref().expect("set").payload_sha256);

@@ -334,6 +334,12 @@ impl World {
         } else if task.is_some_and(|task| self.db.in_review(task)) {
             // Kept until a human settles the task; nothing to look at again.
             self.rec.outcome = "kept-for-review";
+        } else if task.is_some_and(|task| !self.db.task(task).state.status.is_terminal()) {
+            // Kept while its task works; the task's terminal event puts
+            // the record back in the index (no polling).
+            self.db.parked_retention.insert(key);
+            self.rec.outcome = "kept";
+            self.sometimes("retention-kept-unfinished");
         } else {
             let again = self.now + self.config.reconcile_every_ms;
             self.db.retention_index.insert((again, key));

@@ -1,0 +1,169 @@
+//! `sim mutants --score`: for each mutant, fuzz until the first kill (a
+//! safety violation or a failure to converge) or the budget; print the
+//! table and the mutation score.
+
+use std::fmt::Write as _;
+
+use crate::error::{EXIT_OK, EXIT_VIOLATION};
+use crate::mutants::{MUTANTS, Mutant};
+use crate::stopwatch::Stopwatch;
+
+use super::campaign::{CampaignOptions, run_seeds};
+
+#[derive(Clone, Debug)]
+pub struct ScoreOptions {
+    pub seed: u64,
+    pub runs: u64,
+    pub steps: u64,
+    pub jobs: usize,
+    /// Only these mutants (all when empty).
+    pub only: Vec<Mutant>,
+}
+
+/// How one mutant fared.
+#[derive(Clone, Debug)]
+pub struct Kill {
+    pub mutant: Mutant,
+    /// (invariant, seed, step, seeds run to the kill, total steps to it).
+    pub killed: Option<(String, u64, u64, u64, u64)>,
+    pub seconds: f64,
+}
+
+/// Mutants no invariant can catch because another layer masks them, with
+/// the reason. Empty: every mutant here is caught.
+pub const EQUIVALENT: &[(Mutant, &str)] = &[];
+
+pub fn score(options: &ScoreOptions) -> Vec<Kill> {
+    let mutants: Vec<Mutant> = if options.only.is_empty() {
+        MUTANTS.iter().map(|info| info.mutant).collect()
+    } else {
+        options.only.clone()
+    };
+    let seeds: Vec<u64> = (options.seed..options.seed + options.runs).collect();
+    mutants
+        .into_iter()
+        .map(|mutant| {
+            let watch = Stopwatch::start();
+            let campaign = CampaignOptions {
+                seed: options.seed,
+                runs: options.runs,
+                steps: options.steps,
+                jobs: options.jobs,
+                mutant: Some(mutant),
+                check_determinism: false,
+                out: std::env::temp_dir(),
+                write_repro: false,
+                stop_at_first: true,
+            };
+            let results = run_seeds(&seeds, &campaign, |_| {});
+            let mut steps = 0;
+            let mut killed = None;
+            for (index, result) in results.iter().enumerate() {
+                let fired = match &result.outcome.violation {
+                    Some(violation) => Some((violation.invariant.to_string(), violation.step)),
+                    None if !result.outcome.not_converged.is_empty() => {
+                        Some(("converges".to_string(), result.steps))
+                    }
+                    None => None,
+                };
+                match fired {
+                    Some((invariant, step)) => {
+                        killed =
+                            Some((invariant, result.seed, step, index as u64 + 1, steps + step));
+                        break;
+                    }
+                    None => steps += result.steps,
+                }
+            }
+            Kill {
+                mutant,
+                killed,
+                seconds: watch.seconds(),
+            }
+        })
+        .collect()
+}
+
+pub fn table(kills: &[Kill], options: &ScoreOptions) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<30} {:<8} {:<34} {:>6} {:>8} {:>6} {:>10} {:>8}",
+        "mutant", "killed", "invariant", "seed", "step", "seeds", "steps", "time"
+    );
+    let mut killed = 0;
+    let mut counted = 0;
+    let mut seeds_to_kill = Vec::new();
+    for kill in kills {
+        let equivalent = EQUIVALENT.iter().find(|(m, _)| *m == kill.mutant);
+        if equivalent.is_none() {
+            counted += 1;
+        }
+        match (&kill.killed, equivalent) {
+            (_, Some((_, reason))) => {
+                let _ = writeln!(out, "{:<30} {:<8} {reason}", kill.mutant.name(), "equiv.");
+            }
+            (Some((invariant, seed, step, seeds, steps)), None) => {
+                killed += 1;
+                seeds_to_kill.push(*seeds);
+                let _ = writeln!(
+                    out,
+                    "{:<30} {:<8} {:<34} {:>6} {:>8} {:>6} {:>10} {:>7.2}s",
+                    kill.mutant.name(),
+                    "yes",
+                    invariant,
+                    seed,
+                    step,
+                    seeds,
+                    steps,
+                    kill.seconds
+                );
+            }
+            (None, None) => {
+                let _ = writeln!(
+                    out,
+                    "{:<30} {:<8} {:<34} {:>6} {:>8} {:>6} {:>10} {:>7.2}s",
+                    kill.mutant.name(),
+                    "NO",
+                    "-",
+                    "-",
+                    "-",
+                    options.runs,
+                    "-",
+                    kill.seconds
+                );
+            }
+        }
+    }
+    seeds_to_kill.sort();
+    let median = seeds_to_kill
+        .get(seeds_to_kill.len() / 2)
+        .copied()
+        .unwrap_or(0);
+    let percent = if counted == 0 {
+        100.0
+    } else {
+        100.0 * killed as f64 / counted as f64
+    };
+    let _ = writeln!(
+        out,
+        "budget: {} seeds x {} steps from seed {}; median seeds to kill: {median}",
+        options.runs, options.steps, options.seed
+    );
+    let _ = writeln!(out, "score: {killed}/{counted} killed ({percent:.0}%)");
+    out
+}
+
+pub fn score_command(options: &ScoreOptions) -> u8 {
+    let kills = score(options);
+    print!("{}", table(&kills, options));
+    let survivors = kills
+        .iter()
+        .filter(|kill| kill.killed.is_none() && !EQUIVALENT.iter().any(|(m, _)| *m == kill.mutant))
+        .count();
+    if survivors == 0 {
+        EXIT_OK
+    } else {
+        EXIT_VIOLATION
+    }
+}
