@@ -144,6 +144,8 @@ pub struct Checker {
     /// record epoch runs (a record's deletion opens a new epoch).
     key_tasks: BTreeMap<Text, Vec<TaskId>>,
     key_epoch: BTreeMap<Text, u64>,
+    /// Keys whose record the checker has seen alive.
+    key_recorded: std::collections::BTreeSet<Text>,
     accepted_creates: u64,
 }
 
@@ -182,9 +184,6 @@ impl World {
         for task in &touched.created {
             check!(self.check_created(*task));
         }
-        for (intent, answer, at) in &touched.answers {
-            check!(self.check_answer(*intent, *answer, *at));
-        }
         let mut keys: Vec<Text> = touched.keys.clone();
         keys.extend(
             touched
@@ -196,6 +195,9 @@ impl World {
         keys.dedup();
         for key in &keys {
             check!(self.check_key(key));
+        }
+        for (intent, answer, at) in &touched.answers {
+            check!(self.check_answer(*intent, *answer, *at));
         }
         let mut tasks: Vec<TaskId> = touched.tasks.clone();
         tasks.extend(touched.tokens.iter().map(|token| token.task));
@@ -330,11 +332,14 @@ impl World {
 
     fn check_key(&mut self, key: &Text) -> Result<(), Fired> {
         let Some(record) = self.db.idempotency.get(key) else {
-            if self.checker.key_tasks.contains_key(key) {
+            // A record that lived and is gone opens a new epoch: a task
+            // created under the key from now on is a new intent's.
+            if self.checker.key_recorded.remove(key) {
                 self.checker.key_epoch.insert(key.clone(), self.now);
             }
             return Ok(());
         };
+        self.checker.key_recorded.insert(key.clone());
         let epoch = self.checker.key_epoch.get(key).copied().unwrap_or(0);
         let named = match record.answer {
             Answer::Accepted(task) => Some(task),

@@ -45,17 +45,20 @@ impl Cache {
         self.entries.get(&task).copied()
     }
 
-    /// Fills a view unless a tombstone or view at a higher or equal version
-    /// is there. `force` is the `cache-write-before-db` mutant's write.
+    /// Fills a view unless a tombstone above its version, or a view at its
+    /// version or above, is there. A fill at the tombstone's own version is
+    /// the current state and is kept.
     pub fn fill(&mut self, task: TaskId, status: Status, version: i64) -> Fill {
-        match self.entries.get(&task) {
-            Some(existing) if existing.version() >= version => Fill::Refused,
-            _ => {
-                self.entries
-                    .insert(task, CacheEntry::View { status, version });
-                Fill::Stored
-            }
+        let refused = match self.entries.get(&task) {
+            Some(CacheEntry::Tombstone { version: floor }) => *floor > version,
+            Some(CacheEntry::View { version: cached, .. }) => *cached >= version,
+            None => false,
+        };
+        if refused {
+            return Fill::Refused;
         }
+        self.entries.insert(task, CacheEntry::View { status, version });
+        Fill::Stored
     }
 
     /// Deletes the view, leaving a tombstone at `version` (never lowering an

@@ -217,7 +217,7 @@ impl World {
             self.rec.hash = Some(self.projector.current.as_ref().expect("set").payload_sha256);
             if self.db.find_task(task).is_none() {
                 self.rec.outcome = "TASK_NOT_FOUND";
-                self.projector.phase = ProjectorPhase::Ack;
+                self.answer_delivery();
                 self.finish_projector_step();
                 return true;
             }
@@ -242,12 +242,12 @@ impl World {
             Applied::Duplicate => {
                 self.rec.outcome = "duplicate";
                 self.sometimes("event-duplicate-ignored");
-                self.projector.phase = ProjectorPhase::Ack;
+                self.answer_delivery();
                 self.finish_projector_step();
             }
             Applied::Conflict(code) => {
                 self.rec.outcome = code;
-                self.projector.phase = ProjectorPhase::Ack;
+                self.answer_delivery();
                 self.finish_projector_step();
             }
             Applied::Gap => {
@@ -292,6 +292,12 @@ impl World {
         if self.rec.outcome == "ok" {
             self.rec.outcome = "invalidated";
         }
+        self.answer_delivery();
+    }
+
+    /// Done with the current delivery: ack it to the broker next, or, for an
+    /// event handed over directly (`deliver-event`), simply let it go.
+    fn answer_delivery(&mut self) {
         let direct = self.projector.current.as_ref().is_some_and(|d| d.direct);
         self.projector.phase = if direct {
             self.projector.current = None;

@@ -455,7 +455,7 @@ impl World {
                 }
                 self.rec.outcome = "resume";
                 self.sometimes("attempt-resumed");
-                Step::Next(WorkerPhase::Plan, self.latency())
+                self.transform_then_plan(job)
             }
             _ => {
                 // Terminal, or an attempt the task has moved past.
@@ -508,18 +508,7 @@ impl World {
                     }),
                 );
                 self.renew_inbox(job);
-                // The transform runs now; an input it rejects is poison.
-                let needed = self.db.task(job.task).input.handler_needed;
-                if needed > self.handler_version {
-                    if self.mutant == Some(Mutant::UnboundedRequeue) {
-                        return Step::Next(WorkerPhase::Nack("UNSUPPORTED_FORMAT"), self.latency());
-                    }
-                    return Step::Next(
-                        WorkerPhase::FailPoison("UNSUPPORTED_FORMAT"),
-                        self.latency(),
-                    );
-                }
-                Step::Next(WorkerPhase::Plan, self.latency())
+                self.transform_then_plan(job)
             }
             CommandOutcome::VersionConflict { .. } | CommandOutcome::Duplicate { .. } => {
                 self.race("two workers starting one task");
@@ -529,6 +518,20 @@ impl World {
                 Step::Next(WorkerPhase::Reload, self.latency())
             }
         }
+    }
+
+    /// The transform runs once the attempt is the worker's (started or
+    /// resumed): an input it rejects under the current handler version is
+    /// poison and is classified now; anything else goes on to the effect.
+    fn transform_then_plan(&mut self, job: &Job) -> Step {
+        let needed = self.db.task(job.task).input.handler_needed;
+        if needed > self.handler_version {
+            if self.mutant == Some(Mutant::UnboundedRequeue) {
+                return Step::Next(WorkerPhase::Nack("UNSUPPORTED_FORMAT"), self.latency());
+            }
+            return Step::Next(WorkerPhase::FailPoison("UNSUPPORTED_FORMAT"), self.latency());
+        }
+        Step::Next(WorkerPhase::Plan, self.latency())
     }
 
     fn renew_inbox(&mut self, job: &Job) {
@@ -618,13 +621,34 @@ impl World {
                     EffectState::Planned
                     | EffectState::Started
                     | EffectState::Unknown
-                    | EffectState::Completed => Step::Next(WorkerPhase::Put, self.latency()),
+                    | EffectState::Completed => {
+                        if self.mutant == Some(Mutant::NewTokenOnRetry) {
+                            self.renew_token(job);
+                        }
+                        Step::Next(WorkerPhase::Put, self.latency())
+                    }
                     EffectState::CompensationRequired => {
                         Step::Next(WorkerPhase::Compensate, self.latency())
                     }
                     EffectState::Compensated | EffectState::Failed => self.let_go(job, "fenced"),
                 }
             }
+        }
+    }
+
+    /// `new-token-on-retry`: the retried effect gets a fresh token, and the
+    /// ledger row follows it.
+    fn renew_token(&mut self, job: &mut Job) {
+        job.token.generation += 1;
+        let token = job.token;
+        if let Some(ledger) = self
+            .db
+            .task_mut(job.task)
+            .effects
+            .iter_mut()
+            .rfind(|l| l.token.kind == EffectKind::Artifact && l.token.attempt == job.attempt)
+        {
+            ledger.token = token;
         }
     }
 
@@ -777,13 +801,7 @@ impl World {
                     return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), self.latency());
                 }
                 if self.mutant == Some(Mutant::NewTokenOnRetry) {
-                    job.token.generation += 1;
-                    let token = job.token;
-                    if let Some(ledger) = self.db.task_mut(job.task).effects.iter_mut().rfind(|l| {
-                        l.token.kind == EffectKind::Artifact && l.token.attempt == job.attempt
-                    }) {
-                        ledger.token = token;
-                    }
+                    self.renew_token(job);
                 }
                 self.sometimes("put-retried-same-token");
                 Step::Next(WorkerPhase::Put, self.latency())

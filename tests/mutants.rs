@@ -1,0 +1,78 @@
+//! Protocol mutants: each has a scenario under `scenarios/mutants/` that
+//! breaks exactly the invariant `sim mutants` says catches it, and the same
+//! scenario without the mutant converges with no violation. A small score
+//! run kills every mutant.
+
+use std::path::Path;
+
+use sim::mutants::MUTANTS;
+use sim::run::{execute, world_for};
+use sim::scenario::parse::load;
+
+fn mutant_scenario(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/mutants")
+        .join(format!("{name}.toml"))
+}
+
+#[test]
+fn every_mutant_has_a_scenario_that_breaks_its_invariant() {
+    for info in MUTANTS {
+        let path = mutant_scenario(info.name);
+        let scenario = load(&path).unwrap_or_else(|error| panic!("{}: {error}", info.name));
+        assert_eq!(scenario.mutant, Some(info.mutant), "{}", info.name);
+        assert_eq!(
+            scenario.expect.violation.as_deref(),
+            Some(info.expected),
+            "{}: the scenario and `sim mutants` name the same invariant",
+            info.name
+        );
+        let finished = execute(&scenario, world_for(&scenario), |_, _| {});
+        let fired = finished
+            .outcome
+            .violation
+            .as_ref()
+            .map(|v| v.invariant.to_string())
+            .or((!finished.outcome.not_converged.is_empty()).then(|| "converges".to_string()));
+        assert_eq!(fired.as_deref(), Some(info.expected), "{}", info.name);
+    }
+}
+
+#[test]
+fn every_mutant_scenario_converges_cleanly_without_its_mutant() {
+    for info in MUTANTS {
+        let mut scenario = load(&mutant_scenario(info.name)).expect("loads");
+        scenario.mutant = None;
+        scenario.expect.violation = None;
+        let finished = execute(&scenario, world_for(&scenario), |_, _| {});
+        assert_eq!(
+            finished.outcome.violation, None,
+            "{} without its mutant",
+            info.name
+        );
+        assert!(
+            finished.outcome.not_converged.is_empty(),
+            "{} without its mutant: {:?}",
+            info.name,
+            finished.outcome.not_converged
+        );
+    }
+}
+
+#[test]
+fn a_small_score_run_kills_every_mutant() {
+    let options = sim::fuzz::score::ScoreOptions {
+        seed: 1,
+        runs: 30,
+        steps: 3_000,
+        jobs: 1,
+        only: Vec::new(),
+    };
+    let kills = sim::fuzz::score::score(&options);
+    let survivors: Vec<&str> = kills
+        .iter()
+        .filter(|kill| kill.killed.is_none())
+        .map(|kill| kill.mutant.name())
+        .collect();
+    assert!(survivors.is_empty(), "survived: {survivors:?}");
+}
