@@ -110,7 +110,7 @@ knobs! {
     attempts_max: int = 3, [1, 100], "attempts of one task before `TaskFailed`";
     cancel_policy: policy = Policy::CompletionWins, [0, 0], "who wins a verified completion against a pending cancellation: \"completion-wins\" or \"cancel-wins\"";
     snapshot_every: int = 4, [0, 1000], "accepted events between task snapshots (0: no snapshots)";
-    reconcile_every_ms: int = 1000, [1, DAY_MS], "period of the reconciler's scan";
+    reconcile_every_ms: int = 5000, [1, DAY_MS], "period of the reconciler's scan";
     idempotency_ttl_ms: int = 60_000, [1, 30 * DAY_MS], "how long an idempotency record outlives its commit (and its task's work)";
     drain_steps_max: int = 100_000, [0, 1_000_000_000], "steps allowed to drain after the faults stop, before `converges` is judged";
     handler_version: int = 1, [1, 1000], "version of the worker's transform; `legacy-rtf` inputs need 2";
@@ -121,8 +121,8 @@ knobs! {
     client_timeout_ms: int = 1000, [1, DAY_MS], "a client's wait for a response before it retries";
     client_attempts_max: int = 5, [1, 100], "sends of one request (first + retries) before the client gives up";
     visibility_timeout_ms: int = 2000, [1, DAY_MS], "an unacked delivery becomes visible again after this";
-    inbox_lease_ms: int = 1500, [1, DAY_MS], "processing lease of an inbox row";
-    task_lease_ms: int = 3000, [1, DAY_MS], "lease of a running attempt; the reconciler acts after it expires";
+    inbox_lease_ms: int = 1000, [1, DAY_MS], "processing lease of an inbox row";
+    task_lease_ms: int = 1500, [1, DAY_MS], "lease of a running attempt; the reconciler acts after it expires";
     publish_lease_ms: int = 1000, [1, DAY_MS], "lease a publisher holds on the outbox rows it claimed";
     publish_batch_max: int = 8, [1, 1000], "outbox rows claimed in one transaction";
     publish_retry_ms: int = 200, [1, DAY_MS], "backoff before republishing a row whose confirm was unknown";
