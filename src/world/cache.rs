@@ -51,13 +51,16 @@ impl Cache {
     pub fn fill(&mut self, task: TaskId, status: Status, version: i64) -> Fill {
         let refused = match self.entries.get(&task) {
             Some(CacheEntry::Tombstone { version: floor }) => *floor > version,
-            Some(CacheEntry::View { version: cached, .. }) => *cached >= version,
+            Some(CacheEntry::View {
+                version: cached, ..
+            }) => *cached >= version,
             None => false,
         };
         if refused {
             return Fill::Refused;
         }
-        self.entries.insert(task, CacheEntry::View { status, version });
+        self.entries
+            .insert(task, CacheEntry::View { status, version });
         Fill::Stored
     }
 

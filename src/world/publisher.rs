@@ -108,6 +108,13 @@ impl World {
         let until = now + self.config.publish_lease_ms;
         for (_, id) in &due {
             self.db.reindex_outbox(*id, Some(until));
+            if self.db.outbox[id.slot()]
+                .lease
+                .is_some_and(|(holder, inc, _)| (holder, inc) != (actor, incarnation))
+            {
+                // Its claim by another publisher ran out: both may publish.
+                self.race("two publishers on one outbox row");
+            }
             let row = &mut self.db.outbox[id.slot()];
             row.lease = Some((actor, incarnation, until));
             row.publish_attempts += 1;

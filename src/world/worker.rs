@@ -529,7 +529,10 @@ impl World {
             if self.mutant == Some(Mutant::UnboundedRequeue) {
                 return Step::Next(WorkerPhase::Nack("UNSUPPORTED_FORMAT"), self.latency());
             }
-            return Step::Next(WorkerPhase::FailPoison("UNSUPPORTED_FORMAT"), self.latency());
+            return Step::Next(
+                WorkerPhase::FailPoison("UNSUPPORTED_FORMAT"),
+                self.latency(),
+            );
         }
         Step::Next(WorkerPhase::Plan, self.latency())
     }
