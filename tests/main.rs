@@ -4,6 +4,7 @@ mod cli;
 mod common;
 mod determinism;
 mod input_errors;
+mod invariants;
 mod mutants;
 mod scenarios;
 mod tidy;

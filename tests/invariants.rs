@@ -1,0 +1,840 @@
+//! Every invariant of DESIGN §6 fires: each test builds a real world by
+//! running a scenario, checks that the honest state passes, breaks the state
+//! by hand in the smallest way that violates exactly that invariant, and
+//! asserts `World::check_as_touched` names it (`converges` is judged by
+//! `World::convergence_failures` on a drained world). The last test fails
+//! when an invariant is added without a `fires_*` test here.
+
+use std::sync::Arc;
+
+use sim::invariants::INVARIANTS;
+use sim::run::{execute, world_for};
+use sim::scenario::Scenario;
+use sim::task::{EventBody, Status, TaskEvent, Text, initial_state};
+use sim::world::broker::EntryState;
+use sim::world::cache::CacheEntry;
+use sim::world::db::{
+    Answer, EffectKind, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState, ReviewItem,
+    ReviewReason, TaskRow, Token, Topic,
+};
+use sim::world::ids::{EntryId, IntentId, OutboxId, TaskId};
+use sim::world::store::corrupt_bytes;
+use sim::world::{DeliveryAct, DeliveryTouch, Stepped, Touched, World};
+
+const TASK: TaskId = TaskId(1);
+
+/// The happy path, with a few config lines added.
+fn happy_path_with(config: &str) -> Scenario {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/happy-path.toml");
+    let text = std::fs::read_to_string(path).expect("scenarios/happy-path.toml is readable");
+    assert!(
+        text.contains("[config]\n"),
+        "happy-path.toml has a [config] table"
+    );
+    let text = text.replacen("[config]\n", &format!("[config]\n{config}"), 1);
+    sim::scenario::parse::parse(&text, None).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// Runs a scenario to the end; it must converge with no violation.
+fn drained(scenario: &Scenario) -> World {
+    let finished = execute(scenario, world_for(scenario), |_, _| {});
+    assert!(
+        finished.outcome.converged(),
+        "the scenario must run clean: {:?} {:?}",
+        finished.outcome.violation,
+        finished.outcome.not_converged
+    );
+    finished.world
+}
+
+/// `scenarios/happy-path.toml`, drained: task-1 completed at v2 with one
+/// visible artifact, every outbox row published, nothing in the broker.
+fn happy() -> World {
+    let world = drained(&happy_path_with(""));
+    assert_eq!(world.db.task(TASK).state.status, Status::Completed);
+    assert_eq!(world.db.task(TASK).state.version, 2);
+    world
+}
+
+/// Checks as if a step had touched `touched`; the violated invariant's id.
+fn fired(world: &mut World, touched: Touched) -> Option<&'static str> {
+    world.check_as_touched(touched).map(|violation| {
+        assert!(!violation.message.is_empty());
+        violation.invariant
+    })
+}
+
+fn clean(world: &mut World, touched: Touched) {
+    let violation = world.check_as_touched(touched);
+    assert_eq!(violation, None, "the unbroken world passes");
+}
+
+fn fires(world: &mut World, touched: Touched, id: &str) {
+    assert!(sim::invariants::is_invariant(id), "{id} is an invariant");
+    assert_eq!(fired(world, touched), Some(id));
+}
+
+fn tasks(tasks: &[TaskId]) -> Touched {
+    Touched {
+        tasks: tasks.to_vec(),
+        ..Touched::default()
+    }
+}
+
+/// The artifact task-1 completed with.
+fn artifact_token() -> Token {
+    Token {
+        task: TASK,
+        attempt: 1,
+        kind: EffectKind::Artifact,
+        generation: 0,
+    }
+}
+
+/// Inserts the task row of an accepted create under `key`, with task-1's
+/// input and fingerprint, created now (no record, no outbox row).
+fn insert_task(world: &mut World, key: &str) -> TaskId {
+    let id = world.db.next_task_id();
+    let first = world.db.task(TASK);
+    let row = TaskRow {
+        id,
+        state: initial_state(Text::from(id.to_string())),
+        key: Text::from(key),
+        fingerprint: first.fingerprint,
+        input: Arc::clone(&first.input),
+        replay_of: None,
+        created_ms: world.now,
+        events: Vec::new(),
+        snapshots: Vec::new(),
+        effects: Vec::new(),
+        lease: None,
+        outbox_rows: Vec::new(),
+        redrives: 0,
+        artifact: None,
+        compacted: false,
+    };
+    world.db.tasks.push(row);
+    id
+}
+
+/// An idempotency record for `key` naming `task`, committed now.
+fn record(world: &mut World, key: &str, task: TaskId) {
+    let fingerprint = world.db.task(task).fingerprint;
+    world.db.idempotency.insert(
+        Text::from(key),
+        IdempotencyRecord {
+            key: Text::from(key),
+            fingerprint,
+            state: RecordState::Succeeded,
+            answer: Answer::Accepted(task),
+            committed_ms: world.now,
+        },
+    );
+}
+
+/// The happy path stepped until task-1 completed: its key's record lives.
+fn completed_with_live_record() -> World {
+    let world = stepped_until(&happy_path_with(""), |world| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| row.state.status == Status::Completed)
+    });
+    assert!(world.db.idempotency.contains_key(&first_key(&world)));
+    world
+}
+
+fn first_key(world: &World) -> Text {
+    world.db.task(TASK).key.clone()
+}
+
+#[test]
+fn fires_one_task_per_intent() {
+    let mut world = happy();
+    let intent = IntentId(1);
+    let first = world.intents[intent.slot()]
+        .first
+        .expect("the intent was answered");
+    assert_eq!(first.answer, Answer::Accepted(TASK));
+    let at = first.deadline_ms - 1;
+    // A retry before the deadline answered with the first answer is fine.
+    clean(
+        &mut world,
+        Touched {
+            answers: vec![(intent, Answer::Accepted(TASK), at)],
+            ..Touched::default()
+        },
+    );
+    // The same intent answered differently while its record lives.
+    fires(
+        &mut world,
+        Touched {
+            answers: vec![(intent, Answer::Refused("QUOTA_EXCEEDED"), at)],
+            ..Touched::default()
+        },
+        "one-task-per-intent",
+    );
+    // After the deadline a different answer is a new intent's business.
+    clean(
+        &mut world,
+        Touched {
+            answers: vec![(intent, Answer::Refused("QUOTA_EXCEEDED"), first.deadline_ms)],
+            ..Touched::default()
+        },
+    );
+}
+
+#[test]
+fn fires_one_task_per_key() {
+    let mut world = completed_with_live_record();
+    let key = first_key(&world);
+    clean(
+        &mut world,
+        Touched {
+            keys: vec![key.clone()],
+            ..Touched::default()
+        },
+    );
+    // A second task created under the key while its record lives.
+    let second = insert_task(&mut world, &key);
+    fires(
+        &mut world,
+        Touched {
+            tasks: vec![second],
+            created: vec![second],
+            ..Touched::default()
+        },
+        "one-task-per-key",
+    );
+}
+
+#[test]
+fn one_task_per_key_allows_a_new_task_once_the_record_expired() {
+    // Drained, the happy path's record has outlived its TTL and is gone.
+    let mut world = happy();
+    let key = first_key(&world);
+    assert!(!world.db.idempotency.contains_key(&key));
+    let second = insert_task(&mut world, &key);
+    record(&mut world, &key, second);
+    clean(
+        &mut world,
+        Touched {
+            tasks: vec![second],
+            created: vec![second],
+            ..Touched::default()
+        },
+    );
+}
+
+#[test]
+fn fires_key_bound_to_fingerprint() {
+    let mut world = completed_with_live_record();
+    let key = first_key(&world);
+    // The same key sent with another input is another intent.
+    let mut other = world.db.task(TASK).fingerprint;
+    other[0] ^= 0xff;
+    let intent = world.intent_for(&key, other, false);
+    assert_ne!(intent, IntentId(1));
+    let at = world.now;
+    // Refused as a reuse of the key: fine.
+    clean(
+        &mut world,
+        Touched {
+            answers: vec![(
+                intent,
+                Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST"),
+                at,
+            )],
+            ..Touched::default()
+        },
+    );
+    // Answered with the task created for the first fingerprint.
+    fires(
+        &mut world,
+        Touched {
+            answers: vec![(intent, Answer::Accepted(TASK), at)],
+            ..Touched::default()
+        },
+        "key-bound-to-fingerprint",
+    );
+}
+
+#[test]
+fn fires_one_artifact_per_token() {
+    let mut world = happy();
+    let token = artifact_token();
+    let touched = || Touched {
+        tokens: vec![token],
+        ..Touched::default()
+    };
+    clean(&mut world, touched());
+    // A second written version under the same token (an overwriting put).
+    let object = world.store.objects.get_mut(&token).expect("the artifact");
+    let version = object.versions[0];
+    object.versions.push(version);
+    fires(&mut world, touched(), "one-artifact-per-token");
+}
+
+#[test]
+fn fires_one_visible_artifact_per_task() {
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    // A second, verifying, visible artifact of the completed task, written
+    // under a token the attempt should never have had (a retry's new one).
+    let token = artifact_token();
+    let version = world.store.get(token).expect("the artifact").versions[0];
+    let stray = Token {
+        generation: 1,
+        ..token
+    };
+    assert!(world.store.put(stray, version, false));
+    fires(
+        &mut world,
+        Touched {
+            tokens: vec![stray],
+            ..Touched::default()
+        },
+        "one-visible-artifact-per-task",
+    );
+}
+
+#[test]
+fn fires_terminal_never_reopens() {
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    world.db.task_mut(TASK).state.status = Status::Running;
+    fires(&mut world, tasks(&[TASK]), "terminal-never-reopens");
+}
+
+#[test]
+fn fires_version_step_one() {
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    // The version moves with no event appended.
+    world.db.task_mut(TASK).state.version += 1;
+    fires(&mut world, tasks(&[TASK]), "version-step-one");
+}
+
+#[test]
+fn fires_event_id_unique() {
+    // The same event appended twice.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    let row = world.db.task_mut(TASK);
+    let last = row.events.last().expect("events").clone();
+    row.events.push(last);
+    fires(&mut world, tasks(&[TASK]), "event-id-unique");
+
+    // A second event at a sequence already taken, under a new id.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    let row = world.db.task_mut(TASK);
+    let mut other = row.events.last().expect("events").clone();
+    other.event.event_id = Text::from("task-1:TaskCompleted:1:again");
+    row.events.push(other);
+    fires(&mut world, tasks(&[TASK]), "event-id-unique");
+}
+
+#[test]
+fn fires_completed_has_verified_artifact() {
+    // The completed task's artifact is hidden.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    let object = world
+        .store
+        .objects
+        .get_mut(&artifact_token())
+        .expect("the artifact");
+    object.hidden = true;
+    fires(
+        &mut world,
+        tasks(&[TASK]),
+        "completed-has-verified-artifact",
+    );
+
+    // The completed task's artifact bytes do not match its artifactSha256.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    let object = world
+        .store
+        .objects
+        .get_mut(&artifact_token())
+        .expect("the artifact");
+    object.versions[0] = corrupt_bytes(object.versions[0]);
+    fires(
+        &mut world,
+        tasks(&[TASK]),
+        "completed-has-verified-artifact",
+    );
+
+    // The artifact is gone.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    world.store.objects.remove(&artifact_token());
+    fires(
+        &mut world,
+        tasks(&[TASK]),
+        "completed-has-verified-artifact",
+    );
+}
+
+#[test]
+fn fires_no_visible_corrupt_artifact() {
+    // The store corrupts the first put: the worker sees the mismatch, hides
+    // the artifact (compensation) and fails the task.
+    let scenario = corrupt_scenario();
+    let mut world = drained(&scenario);
+    let state = world.db.task(TASK).state.clone();
+    assert_eq!(state.status, Status::Failed);
+    assert_eq!(
+        state.terminal_error_code.as_deref(),
+        Some("ARTIFACT_HASH_MISMATCH")
+    );
+    let token = artifact_token();
+    assert!(world.store.get(token).is_some_and(|object| object.hidden));
+    let touched = || Touched {
+        tokens: vec![token],
+        ..Touched::default()
+    };
+    clean(&mut world, touched());
+    // The compensation's hide is undone: the corrupt artifact shows.
+    world
+        .store
+        .objects
+        .get_mut(&token)
+        .expect("the artifact")
+        .hidden = false;
+    fires(&mut world, touched(), "no-visible-corrupt-artifact");
+}
+
+fn corrupt_scenario() -> Scenario {
+    let text = r#"
+name = "corrupt-put"
+seed = 1
+steps_max = 10000
+
+[config]
+apis = 1
+publishers = 1
+workers = 1
+
+[[requests]]
+at = 0
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-1", title = "demo" }
+
+[[faults]]
+site = "store.put"
+kind = "corrupt"
+nth = 1
+"#;
+    sim::scenario::parse::parse(text, None).unwrap_or_else(|error| panic!("{error}"))
+}
+
+#[test]
+fn fires_replay_matches_state() {
+    // The state row says something its events never did.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    world.db.task_mut(TASK).state.terminal_error_code = Some(Text::from("MADE_UP"));
+    fires(&mut world, tasks(&[TASK]), "replay-matches-state");
+
+    // An event the state machine refuses (a start after completion) is
+    // appended with the version moved by one and the status kept.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    let row = world.db.task_mut(TASK);
+    let mut started = row.events[0].clone();
+    assert!(matches!(started.event.body, EventBody::TaskStarted { .. }));
+    started.event = TaskEvent {
+        event_id: Text::from("task-1:TaskStarted:2"),
+        sequence: 3,
+        ..started.event
+    };
+    row.events.push(started);
+    row.state.version = 3;
+    fires(&mut world, tasks(&[TASK]), "replay-matches-state");
+}
+
+#[test]
+fn fires_cache_never_ahead() {
+    let mut world = happy();
+    let touched = || Touched {
+        cache: vec![TASK],
+        ..Touched::default()
+    };
+    clean(&mut world, touched());
+    // The current state, and a stale but real one, may be cached.
+    for (status, version) in [(Status::Completed, 2), (Status::Running, 1)] {
+        world
+            .cache
+            .entries
+            .insert(TASK, CacheEntry::View { status, version });
+        clean(&mut world, touched());
+    }
+    // A view at a version the database never reached.
+    world.cache.entries.insert(
+        TASK,
+        CacheEntry::View {
+            status: Status::Completed,
+            version: 3,
+        },
+    );
+    fires(&mut world, touched(), "cache-never-ahead");
+    // A view at a real version with a status the task never had there.
+    world.cache.entries.insert(
+        TASK,
+        CacheEntry::View {
+            status: Status::Cancelled,
+            version: 2,
+        },
+    );
+    fires(&mut world, touched(), "cache-never-ahead");
+}
+
+#[test]
+fn fires_projection_consistent() {
+    let mut world = happy();
+    let touched = || Touched {
+        projection: vec![TASK],
+        ..Touched::default()
+    };
+    let model = world
+        .projector
+        .models
+        .get(&TASK)
+        .expect("the projector modelled task-1")
+        .clone();
+    assert_eq!(model.state, world.db.task(TASK).state);
+    clean(&mut world, touched());
+    // The read model claims a state the task never had at that version.
+    world
+        .projector
+        .models
+        .get_mut(&TASK)
+        .expect("model")
+        .state
+        .status = Status::Failed;
+    fires(&mut world, touched(), "projection-consistent");
+    // Or a version it never reached.
+    let mut ahead = model.clone();
+    ahead.state.version = 3;
+    world.projector.models.insert(TASK, ahead);
+    fires(&mut world, touched(), "projection-consistent");
+}
+
+/// task-1 completed under a quota of `quota`, then a second accepted
+/// create under a new key.
+fn second_create(quota: u64) -> (World, Touched) {
+    let mut world = drained(&happy_path_with(&format!("quota = {quota}\n")));
+    clean(&mut world, tasks(&[TASK]));
+    let second = insert_task(&mut world, "intent-0002");
+    record(&mut world, "intent-0002", second);
+    world.db.quota_remaining = world.db.quota_remaining.saturating_sub(1);
+    let touched = Touched {
+        tasks: vec![second],
+        created: vec![second],
+        ..Touched::default()
+    };
+    (world, touched)
+}
+
+#[test]
+fn fires_quota_never_oversold() {
+    // Within a quota of 2, the second create is fine.
+    let (mut world, touched) = second_create(2);
+    clean(&mut world, touched);
+    // With a quota of 1 it overspends.
+    let (mut world, touched) = second_create(1);
+    fires(&mut world, touched, "quota-never-oversold");
+}
+
+/// The inbox row the happy path left (task-1's TaskCreated message).
+fn inbox_row(world: &World) -> InboxRow {
+    let row = world
+        .db
+        .inbox
+        .values()
+        .next()
+        .expect("the worker registered a delivery")
+        .clone();
+    assert!(row.state.is_final());
+    row
+}
+
+fn act(world: &mut World, touch: DeliveryTouch) -> Option<&'static str> {
+    fired(
+        world,
+        Touched {
+            deliveries: vec![touch],
+            ..Touched::default()
+        },
+    )
+}
+
+/// A new delivery of `message` with `payload_sha256`, registered; then
+/// `then` acts on it. What the check of `then` fired.
+fn delivery_acts(
+    world: &mut World,
+    message: OutboxId,
+    payload_sha256: sim::hash::Sha,
+    then: DeliveryAct,
+) -> Option<&'static str> {
+    let delivery = world.new_delivery_id();
+    let touch = |act| DeliveryTouch {
+        delivery,
+        message,
+        payload_sha256,
+        act,
+    };
+    assert_eq!(act(world, touch(DeliveryAct::Register)), None);
+    act(world, touch(then))
+}
+
+#[test]
+fn fires_inbox_conflict_quarantined() {
+    let mut world = happy();
+    let row = inbox_row(&world);
+    let mut other = row.payload_sha256;
+    other[0] ^= 0xff;
+    // A conflicting delivery that is quarantined (or let go) is fine.
+    for then in [DeliveryAct::Quarantine, DeliveryAct::Drop] {
+        assert_eq!(delivery_acts(&mut world, row.message, other, then), None);
+    }
+    // Processed, or acked as a duplicate: both break it.
+    for then in [DeliveryAct::Work, DeliveryAct::Ack(row.result)] {
+        assert_eq!(
+            delivery_acts(&mut world, row.message, other, then),
+            Some("inbox-conflict-quarantined"),
+            "{then:?}"
+        );
+    }
+}
+
+#[test]
+fn fires_duplicate_acked_with_first_result() {
+    let mut world = happy();
+    let row = inbox_row(&world);
+    let result = row.result.expect("a final row records its result");
+    // A duplicate acked with the recorded result is fine.
+    assert_eq!(
+        delivery_acts(
+            &mut world,
+            row.message,
+            row.payload_sha256,
+            DeliveryAct::Ack(Some(result))
+        ),
+        None
+    );
+    // Acked with another result, with none, processed again, or nacked.
+    let wrong = sim::world::db::ProcessResult::Failed {
+        task: TASK,
+        code: "ARTIFACT_HASH_MISMATCH",
+    };
+    for then in [
+        DeliveryAct::Ack(Some(wrong)),
+        DeliveryAct::Ack(None),
+        DeliveryAct::Work,
+        DeliveryAct::Nack,
+    ] {
+        assert_eq!(
+            delivery_acts(&mut world, row.message, row.payload_sha256, then),
+            Some("duplicate-acked-with-first-result"),
+            "{then:?}"
+        );
+    }
+}
+
+/// Steps a scenario's world until `done` holds, checking every step.
+fn stepped_until(scenario: &Scenario, done: impl Fn(&World) -> bool) -> World {
+    let mut world = world_for(scenario);
+    while !done(&world) {
+        assert_eq!(world.step(), Stepped::Step, "the world gets there");
+        assert_eq!(world.violation, None);
+    }
+    world
+}
+
+/// The happy path stepped until the broker has handed out its first
+/// `task-work` entry.
+fn mid_delivery() -> (World, EntryId) {
+    let in_flight = |world: &World| {
+        world
+            .broker
+            .entries
+            .values()
+            .find(|entry| {
+                entry.topic == Topic::TaskWork && matches!(entry.state, EntryState::InFlight { .. })
+            })
+            .map(|entry| entry.id)
+    };
+    let world = stepped_until(&happy_path_with(""), |world| in_flight(world).is_some());
+    let entry = in_flight(&world).expect("in flight");
+    assert_eq!(world.broker.entries[&entry].deliveries, 1);
+    (world, entry)
+}
+
+#[test]
+fn fires_bounded_deliveries() {
+    let (mut world, entry) = mid_delivery();
+    let limit = world.config.delivery_attempts_max as u32;
+    let delivered = |world: &World| Touched {
+        entries: vec![entry],
+        delivered: vec![(entry, world.broker.entries[&entry].deliveries)],
+        ..Touched::default()
+    };
+    let touched = delivered(&world);
+    clean(&mut world, touched);
+    // Delivered as often as allowed: still fine.
+    world
+        .broker
+        .entries
+        .get_mut(&entry)
+        .expect("entry")
+        .deliveries = limit;
+    let touched = delivered(&world);
+    clean(&mut world, touched);
+    // Once more than allowed.
+    world
+        .broker
+        .entries
+        .get_mut(&entry)
+        .expect("entry")
+        .deliveries = limit + 1;
+    let touched = delivered(&world);
+    fires(&mut world, touched, "bounded-deliveries");
+}
+
+#[test]
+fn fires_no_orphan_message() {
+    let mut world = happy();
+    let row: OutboxRow = world.db.outbox_row(OutboxId(1)).clone();
+    let now = world.now;
+    let entries = |entry: EntryId| Touched {
+        entries: vec![entry],
+        ..Touched::default()
+    };
+    // A republish of a committed row is fine.
+    let republish = world.broker.publish(
+        row.topic,
+        row.id,
+        row.task,
+        row.payload.clone(),
+        row.payload_sha256,
+        now,
+    );
+    clean(&mut world, entries(republish));
+    // An entry whose message id names no outbox row.
+    let orphan = world.broker.publish(
+        row.topic,
+        OutboxId(world.db.outbox.len() as u32 + 1),
+        row.task,
+        row.payload.clone(),
+        row.payload_sha256,
+        now,
+    );
+    fires(&mut world, entries(orphan), "no-orphan-message");
+    // An entry under a committed row's id with another payload.
+    let Payload::Work { .. } = row.payload else {
+        panic!("outbox-1 is task-1's TaskCreated");
+    };
+    let altered = row.payload.tampered();
+    let forged = world.broker.publish(
+        row.topic,
+        row.id,
+        row.task,
+        altered.clone(),
+        altered.sha256(),
+        now,
+    );
+    fires(&mut world, entries(forged), "no-orphan-message");
+}
+
+#[test]
+fn fires_converges() {
+    let world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+
+    // An outbox row left unpublished.
+    let mut world = happy();
+    world.db.outbox[0].published_ms = None;
+    let failures = world.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("outbox-1 is not published")),
+        "converges: {failures:?}"
+    );
+
+    // A task left running, not in manual review; in review it is excused.
+    let mut world = happy();
+    world.db.task_mut(TASK).state.status = Status::Running;
+    let failures = world.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("task-1 is running and not in manual review")),
+        "converges: {failures:?}"
+    );
+    world.db.manual_review.push(ReviewItem {
+        task: Some(TASK),
+        reason: ReviewReason::StoreCannotConfirm,
+        subject: artifact_token().to_string(),
+        added_ms: world.now,
+    });
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+
+    // A message still in flight.
+    let mut world = happy();
+    let row = world.db.outbox_row(OutboxId(1)).clone();
+    let now = world.now;
+    world.broker.publish(
+        row.topic,
+        row.id,
+        row.task,
+        row.payload,
+        row.payload_sha256,
+        now,
+    );
+    let failures = world.convergence_failures();
+    assert!(
+        failures.iter().any(|f| f.contains("is still in task-work")),
+        "converges: {failures:?}"
+    );
+
+    // A cached view behind the database.
+    let mut world = happy();
+    world.cache.entries.insert(
+        TASK,
+        CacheEntry::View {
+            status: Status::Running,
+            version: 1,
+        },
+    );
+    let failures = world.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("the cache shows task-1 running/v1")),
+        "converges: {failures:?}"
+    );
+}
+
+#[test]
+fn every_invariant_has_a_firing_test_here() {
+    let source = include_str!("invariants.rs");
+    let mut missing = Vec::new();
+    for invariant in INVARIANTS {
+        let test = format!("fn fires_{}(", invariant.id.replace('-', "_"));
+        let quoted = format!("\"{}\"", invariant.id);
+        let named = invariant.id == "converges" || source.contains(&quoted);
+        if !source.contains(&test) || !named {
+            missing.push(invariant.id);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "invariants without a `fires_*` test asserting their id in tests/invariants.rs: {missing:?}"
+    );
+}
