@@ -303,6 +303,22 @@ impl World {
                 });
             }
         }
+        let reused = self
+            .db
+            .idempotency
+            .get(&record.key)
+            .is_some_and(|live| live.fingerprint != record.fingerprint);
+        if reused && answer != Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST") {
+            return Err(Fired {
+                invariant: "key-bound-to-fingerprint",
+                message: format!(
+                    "key {} is bound to another fingerprint but answered {intent} with {}",
+                    record.key,
+                    describe(answer)
+                ),
+                entities: vec![record.key.to_string(), intent.to_string()],
+            });
+        }
         match record.first {
             None => {
                 let committed = self
@@ -642,6 +658,24 @@ impl World {
             .get(&touch.delivery)
             .copied()
             .unwrap_or(DeliveryClass::Fresh);
+        if class == DeliveryClass::Conflicting {
+            // The first hash's row must come through untouched.
+            let before = self.checker.inbox.get(&message).copied();
+            let after = self
+                .db
+                .inbox
+                .get(&message)
+                .map(|row| (row.payload_sha256, row.state, row.result));
+            if before.is_some() && before != after {
+                return Err(Fired {
+                    invariant: "inbox-conflict-quarantined",
+                    message: format!(
+                        "a conflicting delivery of {message} changed the inbox row of the first payload"
+                    ),
+                    entities: vec![message.to_string()],
+                });
+            }
+        }
         if matches!(
             touch.act,
             DeliveryAct::Ack(_) | DeliveryAct::Nack | DeliveryAct::Quarantine | DeliveryAct::Drop
@@ -779,9 +813,7 @@ impl World {
             ));
         }
         for letter in &self.broker.dead_letters {
-            if letter.error_code.is_empty()
-                || letter.attempts == 0 && letter.error_code == "DELIVERY_ATTEMPTS_EXHAUSTED"
-            {
+            if letter.error_code.is_empty() || letter.attempts == 0 {
                 failures.push(format!("{} lost its error code or attempts", letter.id));
             }
         }

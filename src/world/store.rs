@@ -39,7 +39,7 @@ impl Object {
     /// The version readers see: the first one written (a conforming store
     /// never has a second).
     pub fn current(&self) -> Option<&Version> {
-        self.versions.last()
+        self.versions.first()
     }
 
     pub fn visible(&self) -> bool {
