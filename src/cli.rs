@@ -78,6 +78,24 @@ pub enum Command {
         #[arg(long, value_parser = parse_shard)]
         shard: Option<(u64, u64)>,
     },
+    /// Benchmark fixed workloads (each in a fresh child process) and print speed, memory and the target ratios
+    Bench {
+        /// Print a JSON array, one object per workload
+        #[arg(long)]
+        json: bool,
+        /// Measurements per workload (median and spread are reported)
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+        /// Ten times smaller workloads (a smoke run)
+        #[arg(long)]
+        quick: bool,
+        /// Only these workloads (by name)
+        #[arg(long = "only")]
+        only: Vec<String>,
+        /// Internal: measure one workload in this process and print its sample
+        #[arg(long, hide = true, value_name = "NAME")]
+        run_one: Option<String>,
+    },
     /// Check a scenario file without running it
     Validate {
         /// Scenario file (TOML)
@@ -201,6 +219,21 @@ fn dispatch(command: Command) -> u8 {
             quiet,
             shard,
         }),
+        Command::Bench {
+            json,
+            repeat,
+            quick,
+            only,
+            run_one,
+        } => match run_one {
+            Some(name) => crate::bench::run_one(&name, quick),
+            None => crate::bench::bench_command(&crate::bench::BenchOptions {
+                json,
+                repeat,
+                quick,
+                only,
+            }),
+        },
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
                 println!(

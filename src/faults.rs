@@ -328,6 +328,10 @@ impl Injector {
             .or_insert(0);
         *crash_steps += 1;
         let actor_steps = *crash_steps;
+        if actor.kind.can_crash() {
+            // Every step of a crashable actor is a place a crash can land.
+            self.site_count[Site::Crash.index()] += 1;
+        }
         if !self.enabled {
             return None;
         }

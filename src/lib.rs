@@ -1,6 +1,7 @@
 //! sim: a deterministic discrete-event fault-injection simulator for a
 //! reliable asynchronous task pipeline. See README.md for the codemap.
 
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod dump;

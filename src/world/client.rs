@@ -62,7 +62,9 @@ impl World {
     /// issued requests that reproducers replay.
     pub(super) fn issue(&mut self, mut request: Request) -> bool {
         request.at_ms = self.now;
-        self.requests.push(request.clone());
+        if self.keep_request_log {
+            self.requests.push(request.clone());
+        }
         if !request.kind.from_client() {
             return self.operator_step(&request.kind);
         }

@@ -191,6 +191,12 @@ pub struct World {
     pub generator: Option<Generator>,
     /// Requests are still being issued (off while draining).
     pub workload_on: bool,
+    /// Invariants are checked after every step (benchmarks switch them off
+    /// to measure what checking costs).
+    pub invariants_on: bool,
+    /// Every issued request is logged for reproducers (benchmarks switch
+    /// the log off; it grows with the run).
+    pub keep_request_log: bool,
     /// The step under way.
     rec: Record,
     pub touched: Touched,
@@ -273,6 +279,8 @@ impl World {
             violation: None,
             generator,
             workload_on: true,
+            invariants_on: true,
+            keep_request_log: true,
             rec: blank_record(),
             touched: Touched::default(),
             crash_now: None,
@@ -521,7 +529,7 @@ impl World {
         if let Err(error) = self.trace.push(record) {
             panic!("writing the trace failed: {error}");
         }
-        if self.violation.is_none() {
+        if self.violation.is_none() && self.invariants_on {
             self.check_step();
         }
         self.schedule_reconcile();

@@ -1,0 +1,554 @@
+//! `sim bench`: fixed, documented workloads, each measured several times in
+//! a fresh child process (so peak resident memory is that workload's own),
+//! reporting the median and spread of steps per second, nanoseconds per
+//! step, tasks brought to a terminal state per second and peak RSS, and the
+//! ratios the speed targets are stated in.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::error::{EXIT_INPUT, EXIT_OK};
+use crate::faults::{FaultRates, Site, catalogue};
+use crate::fuzz::campaign::{CampaignOptions, run_seeds};
+use crate::fuzz::swarm::Draw;
+use crate::fuzz::{Generator, WorkloadMix};
+use crate::scenario::{Expect, Scenario};
+use crate::stopwatch::Stopwatch;
+use crate::world::{Stepped, World};
+
+/// One benchmark workload.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// The fuzz workload with faults on, for `steps` steps.
+    Fuzz {
+        steps: u64,
+        invariants: bool,
+        trace: bool,
+    },
+    /// `seeds` fuzz seeds of `steps` steps on `jobs` threads.
+    Campaign { jobs: usize, seeds: u64, steps: u64 },
+    /// `sim transition` over `lines` generated lines.
+    Transition { lines: u64 },
+}
+
+impl Workload {
+    pub fn name(&self) -> String {
+        match self {
+            Workload::Fuzz {
+                steps,
+                invariants,
+                trace,
+            } => format!(
+                "fuzz-{}{}{}",
+                exponent(*steps),
+                if *invariants { "" } else { "-invariants-off" },
+                if *trace { "-trace-file" } else { "" }
+            ),
+            Workload::Campaign { jobs, seeds, steps } => {
+                format!("campaign-{seeds}x{}-jobs-{jobs}", exponent(*steps))
+            }
+            Workload::Transition { lines } => format!("transition-{}-lines", exponent(*lines)),
+        }
+    }
+
+    fn parse(name: &str, quick: bool) -> Option<Workload> {
+        workloads(quick).into_iter().find(|w| w.name() == name)
+    }
+}
+
+fn exponent(n: u64) -> String {
+    let mut power = 0;
+    let mut rest = n;
+    while rest >= 10 && rest % 10 == 0 {
+        rest /= 10;
+        power += 1;
+    }
+    if rest == 1 {
+        format!("1e{power}")
+    } else {
+        n.to_string()
+    }
+}
+
+/// The workloads, in report order. `quick` shrinks the big ones (CI smoke).
+pub fn workloads(quick: bool) -> Vec<Workload> {
+    let scale = |n: u64| if quick { n / 10 } else { n };
+    vec![
+        Workload::Fuzz {
+            steps: scale(10_000),
+            invariants: true,
+            trace: false,
+        },
+        Workload::Fuzz {
+            steps: scale(100_000),
+            invariants: true,
+            trace: false,
+        },
+        Workload::Fuzz {
+            steps: scale(1_000_000),
+            invariants: true,
+            trace: false,
+        },
+        Workload::Fuzz {
+            steps: scale(100_000),
+            invariants: false,
+            trace: false,
+        },
+        Workload::Fuzz {
+            steps: scale(1_000_000),
+            invariants: false,
+            trace: false,
+        },
+        Workload::Fuzz {
+            steps: scale(100_000),
+            invariants: true,
+            trace: true,
+        },
+        Workload::Campaign {
+            jobs: 1,
+            seeds: 8,
+            steps: scale(20_000),
+        },
+        Workload::Campaign {
+            jobs: 2,
+            seeds: 8,
+            steps: scale(20_000),
+        },
+        Workload::Transition {
+            lines: scale(1_000_000),
+        },
+    ]
+}
+
+/// The fixed world of the fuzz benchmarks: a mid-sized shape with every
+/// fault kind on at a moderate rate, the default workload mix, seed 1.
+pub fn bench_draw() -> Draw {
+    let config = Config {
+        apis: 2,
+        publishers: 2,
+        workers: 4,
+        clients: 4,
+        ..Config::default()
+    };
+    let mut rates = FaultRates::none();
+    for (index, (site, _)) in catalogue().into_iter().enumerate() {
+        rates.ppm[index] = match site {
+            Site::Crash => 500,
+            Site::StoreHide | Site::SnapshotWrite | Site::CacheEvict => 50_000,
+            _ => 5_000,
+        };
+    }
+    Draw {
+        config,
+        rates,
+        mix: WorkloadMix::default(),
+    }
+}
+
+pub fn bench_world(steps: u64) -> World {
+    let draw = bench_draw();
+    let scenario = Scenario {
+        name: "bench".into(),
+        description: "sim bench".into(),
+        seed: 1,
+        steps_max: steps,
+        mutant: None,
+        config: draw.config.clone(),
+        requests: Vec::new(),
+        faults: Vec::new(),
+        expect: Expect::default(),
+        path: None,
+        sim_version: None,
+        config_sha256: None,
+    };
+    let generator = Generator::new(
+        1,
+        draw.mix.clone(),
+        draw.config.clients as u16,
+        draw.config.apis as u16,
+    );
+    let mut world = World::new(&scenario, &draw.rates, Some(generator));
+    world.keep_request_log = false;
+    world
+}
+
+/// One measurement, as a child process reports it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    pub steps: u64,
+    pub nanos: u64,
+    pub tasks: u64,
+    pub peak_rss_bytes: u64,
+    /// Seeds run (campaign workloads) or lines (transition).
+    pub units: u64,
+}
+
+/// Peak resident set size of this process (Linux: VmHWM).
+pub fn peak_rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Runs one workload in this process and measures it.
+pub fn measure(workload: &Workload) -> Sample {
+    match workload {
+        Workload::Fuzz {
+            steps,
+            invariants,
+            trace,
+        } => {
+            let mut world = bench_world(*steps);
+            world.invariants_on = *invariants;
+            let trace_path =
+                std::env::temp_dir().join(format!("sim-bench-trace-{}.jsonl", std::process::id()));
+            if *trace {
+                let file = std::fs::File::create(&trace_path).expect("a temp file can be created");
+                world.trace.lines = Some(Box::new(std::io::BufWriter::new(file)));
+            }
+            let watch = Stopwatch::start();
+            while world.steps < *steps {
+                if world.step() == Stepped::Quiet {
+                    break;
+                }
+            }
+            if let Some(mut lines) = world.trace.lines.take() {
+                let _ = lines.flush();
+            }
+            let nanos = watch.nanos() as u64;
+            let _ = std::fs::remove_file(&trace_path);
+            assert!(
+                world.violation.is_none(),
+                "the bench workload is clean: {:?}",
+                world.violation
+            );
+            Sample {
+                steps: world.steps,
+                nanos,
+                tasks: world.counters.tasks_terminal,
+                peak_rss_bytes: peak_rss_bytes(),
+                units: 1,
+            }
+        }
+        Workload::Campaign { jobs, seeds, steps } => {
+            let options = CampaignOptions {
+                seed: 1,
+                runs: *seeds,
+                steps: *steps,
+                jobs: *jobs,
+                mutant: None,
+                check_determinism: false,
+                out: std::env::temp_dir(),
+                write_repro: false,
+                stop_at_first: false,
+            };
+            let list: Vec<u64> = (1..=*seeds).collect();
+            let watch = Stopwatch::start();
+            let results = run_seeds(&list, &options, |_| {});
+            let nanos = watch.nanos() as u64;
+            Sample {
+                steps: results.iter().map(|r| r.steps).sum(),
+                nanos,
+                tasks: results.iter().map(|r| r.tasks_terminal).sum(),
+                peak_rss_bytes: peak_rss_bytes(),
+                units: *seeds,
+            }
+        }
+        Workload::Transition { lines } => {
+            let path = std::env::temp_dir()
+                .join(format!("sim-bench-transition-{}.jsonl", std::process::id()));
+            write_transition_input(&path, *lines);
+            let exe = std::env::current_exe().expect("the sim binary knows where it is");
+            let watch = Stopwatch::start();
+            let status = Command::new(exe)
+                .arg("transition")
+                .arg(&path)
+                .stdout(std::process::Stdio::null())
+                .status()
+                .expect("sim transition runs");
+            let nanos = watch.nanos() as u64;
+            let _ = std::fs::remove_file(&path);
+            assert!(status.success(), "the generated lines are well-typed");
+            Sample {
+                steps: 0,
+                nanos,
+                tasks: 0,
+                peak_rss_bytes: peak_rss_bytes(),
+                units: *lines,
+            }
+        }
+    }
+}
+
+/// Realistic transition input: tasks walking their lifecycle, with some
+/// stale and duplicate events, both policies.
+fn write_transition_input(path: &std::path::Path, lines: u64) {
+    let file = std::fs::File::create(path).expect("a temp file can be created");
+    let mut out = std::io::BufWriter::new(file);
+    let statuses = [
+        "queued",
+        "running",
+        "cancelling",
+        "completed",
+        "failed",
+        "cancelled",
+    ];
+    for i in 0..lines {
+        let status = statuses[(i % 6) as usize];
+        let version = (i % 7) as i64;
+        let sequence = version + 1 - ((i % 11 == 0) as i64);
+        let event = match i % 6 {
+            0 => format!(r#""type":"TaskStarted","attempt":1,"workerId":"worker-1","leaseUntilEpochMs":{}"#, 1000 + i),
+            1 => r#""type":"CancellationRequested","signalId":"sig-1","requester":"user","reason":"no longer needed""#.to_string(),
+            2 => r#""type":"TaskCompleted","attempt":1,"artifactSha256":"04e687b479c17fdf45646a97288886b34839ee682db1da0aeb61ddc206d78407","artifactVerified":true"#.to_string(),
+            3 => r#""type":"AttemptFailed","attempt":1,"errorCode":"LEASE_EXPIRED","retryable":true,"nextAttempt":2"#.to_string(),
+            4 => r#""type":"TaskFailed","attempt":1,"errorCode":"ARTIFACT_HASH_MISMATCH""#.to_string(),
+            _ => r#""type":"TaskCancelled","stoppedAtSequence":2,"effectsReconciled":true"#.to_string(),
+        };
+        let policy = if i % 2 == 0 {
+            "completion-wins"
+        } else {
+            "cancel-wins"
+        };
+        let _ = writeln!(
+            out,
+            r#"{{"state":{{"taskId":"task-{t}","status":"{status}","version":{version},"attempt":1,"workerId":"worker-1","leaseUntilEpochMs":5000,"cancellationSignalId":null,"artifactSha256":null,"terminalErrorCode":null}},"event":{{"eventId":"task-{t}:e:{i}","taskId":"task-{t}","sequence":{sequence},{event}}},"policy":"{policy}"}}"#,
+            t = i % 1000,
+        );
+    }
+}
+
+/// The figures of one workload over its repeats.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Figures {
+    pub name: String,
+    pub steps: u64,
+    pub repeats: usize,
+    pub steps_per_second: f64,
+    pub steps_per_second_min: f64,
+    pub steps_per_second_max: f64,
+    pub ns_per_step: f64,
+    pub tasks_per_second: f64,
+    pub peak_rss_bytes: u64,
+    pub invariants: &'static str,
+    pub trace: &'static str,
+    /// Seeds per second (campaigns) or lines per second (transition).
+    pub units_per_second: f64,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
+    let per_second = |n: u64, nanos: u64| {
+        if nanos == 0 {
+            0.0
+        } else {
+            n as f64 * 1e9 / nanos as f64
+        }
+    };
+    let rates: Vec<f64> = samples
+        .iter()
+        .map(|s| per_second(s.steps, s.nanos))
+        .collect();
+    let (invariants, trace) = match workload {
+        Workload::Fuzz {
+            invariants, trace, ..
+        } => (
+            if *invariants { "on" } else { "off" },
+            if *trace { "on" } else { "off" },
+        ),
+        Workload::Campaign { .. } => ("on", "off"),
+        Workload::Transition { .. } => ("n/a", "n/a"),
+    };
+    let steps_per_second = median(rates.clone());
+    Figures {
+        name: workload.name(),
+        steps: samples.first().map_or(0, |s| s.steps),
+        repeats: samples.len(),
+        steps_per_second,
+        steps_per_second_min: rates.iter().copied().fold(f64::INFINITY, f64::min),
+        steps_per_second_max: rates.iter().copied().fold(0.0, f64::max),
+        ns_per_step: if steps_per_second > 0.0 {
+            1e9 / steps_per_second
+        } else {
+            0.0
+        },
+        tasks_per_second: median(
+            samples
+                .iter()
+                .map(|s| per_second(s.tasks, s.nanos))
+                .collect(),
+        ),
+        peak_rss_bytes: samples.iter().map(|s| s.peak_rss_bytes).max().unwrap_or(0),
+        invariants,
+        trace,
+        units_per_second: median(
+            samples
+                .iter()
+                .map(|s| per_second(s.units, s.nanos))
+                .collect(),
+        ),
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub json: bool,
+    pub repeat: usize,
+    pub quick: bool,
+    pub only: Vec<String>,
+}
+
+/// `sim bench --run-one NAME`: the child side.
+pub fn run_one(name: &str, quick: bool) -> u8 {
+    let Some(workload) = Workload::parse(name, quick) else {
+        eprintln!("error: unknown bench workload `{name}`");
+        return EXIT_INPUT;
+    };
+    let sample = measure(&workload);
+    println!(
+        "{}",
+        serde_json::to_string(&sample).expect("a sample serializes")
+    );
+    EXIT_OK
+}
+
+fn sample_in_child(workload: &Workload, quick: bool) -> Sample {
+    let exe = std::env::current_exe().expect("the sim binary knows where it is");
+    let mut command = Command::new(exe);
+    command.arg("bench").arg("--run-one").arg(workload.name());
+    if quick {
+        command.arg("--quick");
+    }
+    let output = command.output().expect("a bench child runs");
+    assert!(
+        output.status.success(),
+        "bench child {} failed: {}",
+        workload.name(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a bench child prints one sample")
+}
+
+pub fn bench_command(options: &BenchOptions) -> u8 {
+    let mut all = Vec::new();
+    for workload in workloads(options.quick) {
+        if !options.only.is_empty() && !options.only.contains(&workload.name()) {
+            continue;
+        }
+        let samples: Vec<Sample> = (0..options.repeat.max(1))
+            .map(|_| sample_in_child(&workload, options.quick))
+            .collect();
+        let result = figures(&workload, &samples);
+        if !options.json {
+            eprintln!("bench: {} done", result.name);
+        }
+        all.push(result);
+    }
+    if options.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&all).expect("figures serialize")
+        );
+    } else {
+        print!("{}", report(&all));
+    }
+    EXIT_OK
+}
+
+/// The human table and the target ratios.
+pub fn report(all: &[Figures]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<34} {:>9} {:>13} {:>21} {:>9} {:>11} {:>9}",
+        "workload", "steps", "steps/s", "spread (min-max)", "ns/step", "tasks/s", "peak RSS"
+    );
+    for f in all {
+        let _ = writeln!(
+            out,
+            "{:<34} {:>9} {:>13.0} {:>10.0}-{:<10.0} {:>9.0} {:>11.0} {:>7.1}MB",
+            f.name,
+            f.steps,
+            f.steps_per_second,
+            f.steps_per_second_min,
+            f.steps_per_second_max,
+            f.ns_per_step,
+            f.tasks_per_second,
+            f.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    let _ = writeln!(out);
+    let ratio = |a: Option<&Figures>, b: Option<&Figures>, f: fn(&Figures) -> f64| match (a, b) {
+        (Some(a), Some(b)) if f(b) > 0.0 => Some(f(a) / f(b)),
+        _ => None,
+    };
+    let by = |prefix: &str| all.iter().find(|f| f.name == prefix);
+    let largest_on = all
+        .iter()
+        .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
+        .max_by_key(|f| f.steps);
+    let smallest_on = all
+        .iter()
+        .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
+        .min_by_key(|f| f.steps);
+    if let (Some(large), Some(small)) = (largest_on, smallest_on) {
+        let _ = writeln!(
+            out,
+            "cost per step {} / {}: {:.2}x (target <= 1.2x)",
+            large.name,
+            small.name,
+            large.ns_per_step / small.ns_per_step
+        );
+        let _ = writeln!(
+            out,
+            "steps/s with every invariant, {}: {:.0} (target >= 1,500,000); tasks/s: {:.0} (target >= 45,000)",
+            large.name, large.steps_per_second, large.tasks_per_second
+        );
+        let _ = writeln!(
+            out,
+            "peak RSS of {}: {:.1} MB (target <= 64 MiB)",
+            large.name,
+            large.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
+    for f in all.iter().filter(|f| f.invariants == "off") {
+        let on_name = f.name.replace("-invariants-off", "");
+        if let Some(r) = ratio(by(&on_name), Some(f), |f| f.ns_per_step) {
+            let _ = writeln!(
+                out,
+                "invariants on / off ({}): {r:.2}x (target <= 1.5x)",
+                on_name
+            );
+        }
+    }
+    let jobs1 = all.iter().find(|f| f.name.ends_with("jobs-1"));
+    let jobs2 = all.iter().find(|f| f.name.ends_with("jobs-2"));
+    if let Some(r) = ratio(jobs2, jobs1, |f| f.units_per_second) {
+        let _ = writeln!(
+            out,
+            "fuzz seeds/s --jobs 2 / --jobs 1: {r:.2}x (target >= 1.8x)"
+        );
+    }
+    if let Some(t) = all.iter().find(|f| f.name.starts_with("transition")) {
+        let _ = writeln!(
+            out,
+            "sim transition: {:.0} lines/s (target >= 500,000)",
+            t.units_per_second
+        );
+    }
+    out
+}
