@@ -63,7 +63,7 @@ impl Workload {
 fn exponent(n: u64) -> String {
     let mut power = 0;
     let mut rest = n;
-    while rest >= 10 && rest % 10 == 0 {
+    while rest >= 10 && rest.is_multiple_of(10) {
         rest /= 10;
         power += 1;
     }
