@@ -30,6 +30,14 @@ pub fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Lowercase hex of a digest into a fixed buffer (no allocation).
+pub fn hex_into(bytes: &Sha, out: &mut [u8; 64]) {
+    for (index, byte) in bytes.iter().enumerate() {
+        out[2 * index] = HEX[(byte >> 4) as usize];
+        out[2 * index + 1] = HEX[(byte & 0xf) as usize];
+    }
+}
+
 /// Parses 64 lowercase or uppercase hex digits.
 pub fn parse_sha_hex(text: &str) -> Option<Sha> {
     let bytes = text.as_bytes();
@@ -68,6 +76,14 @@ mod tests {
             hex(&sha256(b"")),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
+    }
+
+    #[test]
+    fn hex_into_matches_hex() {
+        let digest = sha256(b"sim");
+        let mut out = [0u8; 64];
+        hex_into(&digest, &mut out);
+        assert_eq!(std::str::from_utf8(&out).unwrap(), hex(&digest));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::hash::{Sha, canonical_sha256};
+use crate::hash::Sha;
 use crate::mutants::Mutant;
 use crate::scenario::{Request, RequestKind, Target};
 use crate::task::Text;
@@ -48,13 +48,14 @@ pub struct Outgoing {
 }
 
 /// The request fingerprint: SHA-256 of canonical JSON of the operation and
-/// the fields that change the effect (the input), nothing transient.
+/// the fields that change the effect (the input's hash), nothing transient:
+/// `{"inputSha256":"…","operation":"create-document-task"}`, keys sorted.
 pub fn fingerprint(input: &Input) -> Sha {
-    let value = serde_json::json!({
-        "operation": "create-document-task",
-        "inputSha256": crate::hash::hex(&input.sha256),
-    });
-    canonical_sha256(&value)
+    let mut text = String::with_capacity(128);
+    text.push_str("{\"inputSha256\":\"");
+    crate::hash::push_hex(&mut text, &input.sha256);
+    text.push_str("\",\"operation\":\"create-document-task\"}");
+    crate::hash::sha256(text.as_bytes())
 }
 
 impl World {
@@ -192,16 +193,6 @@ impl World {
         }
         outgoing.answer = Some(response);
         outgoing.done = true;
-    }
-
-    pub(super) fn client_crash(&mut self, client: u16) {
-        for outgoing in self
-            .outgoing
-            .iter_mut()
-            .filter(|o| o.client == client && !o.done)
-        {
-            outgoing.done = true;
-        }
     }
 
     fn next_call_id(&mut self) -> u64 {

@@ -24,6 +24,8 @@ pub const REDUCER_VERSION: &str = "task-reducer-v1";
 #[derive(Debug)]
 pub struct Input {
     pub value: serde_json::Value,
+    /// Its canonical JSON (keys sorted), what the hash and the transform read.
+    pub canonical: String,
     pub sha256: Sha,
     /// The handler version the transform needs (`legacy-rtf` needs 2).
     pub handler_needed: u64,
@@ -110,7 +112,8 @@ pub enum Payload {
 }
 
 impl Payload {
-    /// SHA-256 of the payload's canonical JSON (keys sorted).
+    /// SHA-256 of the payload's canonical JSON (keys sorted), streamed into
+    /// the hasher without building the text.
     pub fn sha256(&self) -> Sha {
         match self {
             Payload::Work {
@@ -120,19 +123,23 @@ impl Payload {
                 input_sha256,
                 not_before_ms,
             } => {
-                let mut text = String::with_capacity(192);
-                text.push_str("{\"attempt\":");
-                text.push_str(&attempt.to_string());
-                text.push_str(",\"inputSha256\":\"");
-                crate::hash::push_hex(&mut text, input_sha256);
-                text.push_str("\",\"notBeforeMs\":");
-                text.push_str(&not_before_ms.to_string());
-                text.push_str(",\"taskId\":\"");
-                text.push_str(&task.to_string());
-                text.push_str("\",\"type\":\"");
-                text.push_str(kind.as_str());
-                text.push_str("\"}");
-                crate::hash::sha256(text.as_bytes())
+                use sha2::Digest;
+                let mut digits = Digits::default();
+                let mut hex = [0u8; 64];
+                crate::hash::hex_into(input_sha256, &mut hex);
+                let mut hasher = sha2::Sha256::new();
+                hasher.update(b"{\"attempt\":");
+                hasher.update(digits.of(u64::from(*attempt)));
+                hasher.update(b",\"inputSha256\":\"");
+                hasher.update(hex);
+                hasher.update(b"\",\"notBeforeMs\":");
+                hasher.update(digits.of(*not_before_ms));
+                hasher.update(b",\"taskId\":\"task-");
+                hasher.update(digits.of(u64::from(task.0)));
+                hasher.update(b"\",\"type\":\"");
+                hasher.update(kind.as_str().as_bytes());
+                hasher.update(b"\"}");
+                hasher.finalize().into()
             }
             Payload::Event(event) => crate::task::json::event_payload_sha256(event),
         }
@@ -354,6 +361,27 @@ pub struct Snapshot {
     pub through_sequence: i64,
     pub state: TaskState,
     pub state_sha256: Sha,
+}
+
+/// Decimal digits of a number, without allocating.
+#[derive(Default)]
+pub struct Digits {
+    buffer: [u8; 20],
+}
+
+impl Digits {
+    pub fn of(&mut self, mut n: u64) -> &[u8] {
+        let mut at = self.buffer.len();
+        loop {
+            at -= 1;
+            self.buffer[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        &self.buffer[at..]
+    }
 }
 
 /// One task: its state row and everything keyed by it.

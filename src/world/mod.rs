@@ -560,7 +560,8 @@ impl World {
         }
         let index = actor.index as usize;
         match actor.kind {
-            ActorKind::Client => self.client_crash(index as u16),
+            // A client's pending requests die with its incarnation.
+            ActorKind::Client => {}
             ActorKind::Api => self.calls.retain(|_, call| call.api != index as u16),
             ActorKind::Publisher => self.publishers[index].wipe(),
             ActorKind::Worker => self.workers[index].wipe(),
@@ -635,7 +636,8 @@ impl World {
     }
 
     pub fn input(value: serde_json::Value) -> Arc<Input> {
-        let sha256 = crate::hash::canonical_sha256(&value);
+        let canonical = crate::hash::canonical_json(&value);
+        let sha256 = crate::hash::sha256(canonical.as_bytes());
         let handler_needed = if value.get("format").and_then(|f| f.as_str()) == Some("legacy-rtf") {
             2
         } else {
@@ -643,6 +645,7 @@ impl World {
         };
         Arc::new(Input {
             value,
+            canonical,
             sha256,
             handler_needed,
         })

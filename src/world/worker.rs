@@ -127,15 +127,15 @@ impl Default for Worker {
 }
 
 /// What the transform writes for a task: canonical JSON of the normalized
-/// input, the schema version and the task id, plus a newline.
-pub fn artifact_for(task: TaskId, input: &serde_json::Value) -> (Sha, u64) {
-    let value = serde_json::json!({
-        "normalized": input,
-        "schemaVersion": 1,
-        "taskId": task.to_string(),
-    });
-    let mut bytes = crate::hash::canonical_json(&value);
-    bytes.push('\n');
+/// input, the schema version and the task id (keys sorted), plus a newline.
+/// Built from the input's canonical JSON, so nothing is re-serialized.
+pub fn artifact_for(task: TaskId, canonical_input: &str) -> (Sha, u64) {
+    let mut bytes = String::with_capacity(canonical_input.len() + 64);
+    bytes.push_str("{\"normalized\":");
+    bytes.push_str(canonical_input);
+    bytes.push_str(",\"schemaVersion\":1,\"taskId\":\"");
+    bytes.push_str(&task.to_string());
+    bytes.push_str("\"}\n");
     (sha256(bytes.as_bytes()), bytes.len() as u64)
 }
 
@@ -145,7 +145,7 @@ impl World {
         if let Some(artifact) = self.db.task(task).artifact {
             return artifact;
         }
-        let artifact = artifact_for(task, &self.db.task(task).input.value);
+        let artifact = artifact_for(task, &self.db.task(task).input.canonical);
         self.db.task_mut(task).artifact = Some(artifact);
         artifact
     }
