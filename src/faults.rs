@@ -259,9 +259,15 @@ impl Injector {
     pub fn at(&mut self, site: Site, actor: ActorId, step: u64) -> Option<FaultKind> {
         self.site_count[site.index()] += 1;
         let nth_global = self.site_count[site.index()];
-        let per_actor = self.site_actor_count.entry((site, actor)).or_insert(0);
-        *per_actor += 1;
-        let nth_actor = *per_actor;
+        // Per-actor counts only matter to scripted placements; fuzz runs
+        // have none and skip the bookkeeping.
+        let nth_actor = if self.scripted.is_empty() {
+            0
+        } else {
+            let per_actor = self.site_actor_count.entry((site, actor)).or_insert(0);
+            *per_actor += 1;
+            *per_actor
+        };
         if !self.enabled {
             return None;
         }
@@ -316,6 +322,9 @@ impl Injector {
     /// Arms `After` placements and returns the actors a scripted or random
     /// crash takes down now.
     pub fn after_step(&mut self, action: Action, actor: ActorId, step: u64) -> Option<ActorId> {
+        if self.scripted.is_empty() {
+            return self.random_crash(actor, step);
+        }
         let by_actor = self.action_count.entry((action, Some(actor))).or_insert(0);
         *by_actor += 1;
         let nth_actor = *by_actor;
@@ -374,12 +383,6 @@ impl Injector {
                 break;
             }
         }
-        if crash.is_none() && self.any_random && actor.kind.can_crash() {
-            let ppm = self.rates[Site::Crash.index()][0];
-            if ppm > 0 && self.rng.chance(ppm) {
-                crash = Some(actor);
-            }
-        }
         if let Some(victim) = crash {
             self.injected.push(Injected {
                 step,
@@ -387,8 +390,30 @@ impl Injector {
                 kind: FaultKind::Crash,
                 actor: victim,
             });
+            return crash;
         }
-        crash
+        self.random_crash(actor, step)
+    }
+
+    /// A crash drawn at random after a step of `actor`.
+    fn random_crash(&mut self, actor: ActorId, step: u64) -> Option<ActorId> {
+        if !actor.kind.can_crash() {
+            return None;
+        }
+        if self.scripted.is_empty() {
+            self.site_count[Site::Crash.index()] += 1;
+        }
+        let ppm = self.rates[Site::Crash.index()][0];
+        if !self.enabled || !self.any_random || ppm == 0 || !self.rng.chance(ppm) {
+            return None;
+        }
+        self.injected.push(Injected {
+            step,
+            site: Site::Crash,
+            kind: FaultKind::Crash,
+            actor,
+        });
+        Some(actor)
     }
 
     /// A fault's parameter (a delay, say), drawn from the faults stream so

@@ -155,6 +155,15 @@ struct Fired {
     entities: Vec<String>,
 }
 
+/// Whether an event id has the `<task>:` form of its own task; such ids
+/// cannot collide with another task's, so only the task's own events are
+/// checked for them.
+fn owns_id(id: &str, prefix_len: usize, task: TaskId) -> bool {
+    id.len() > prefix_len
+        && id.as_bytes()[prefix_len] == b':'
+        && TaskId::parse(&id[..prefix_len]) == Some(task)
+}
+
 impl World {
     /// Runs the incremental checks as if the last step had touched
     /// `touched`, and returns the violation they find. For tests that break
@@ -180,36 +189,32 @@ impl World {
                 }
             }};
         }
-        let touched = std::mem::take(&mut self.touched);
+        let mut touched = std::mem::take(&mut self.touched);
         for task in &touched.created {
             check!(self.check_created(*task));
         }
-        let mut keys: Vec<Text> = touched.keys.clone();
-        keys.extend(
-            touched
-                .created
-                .iter()
-                .map(|task| self.db.task(*task).key.clone()),
-        );
-        keys.sort();
-        keys.dedup();
-        for key in &keys {
+        for task in &touched.created {
+            touched.keys.push(self.db.task(*task).key.clone());
+        }
+        touched.keys.sort();
+        touched.keys.dedup();
+        for key in &touched.keys {
             check!(self.check_key(key));
         }
         for (intent, answer, at) in &touched.answers {
             check!(self.check_answer(*intent, *answer, *at));
         }
-        let mut tasks: Vec<TaskId> = touched.tasks.clone();
+        let tasks = &mut touched.tasks;
         tasks.extend(touched.tokens.iter().map(|token| token.task));
         tasks.sort();
         tasks.dedup();
-        for task in &tasks {
+        for task in &touched.tasks {
             check!(self.check_task_events(*task));
         }
         for token in &touched.tokens {
             check!(self.check_token(*token));
         }
-        for task in &tasks {
+        for task in &touched.tasks {
             check!(self.check_artifacts(*task));
         }
         for task in &touched.cache {
@@ -390,59 +395,80 @@ impl World {
     /// replay-matches-state: the task's event history against its row.
     fn check_task_events(&mut self, task: TaskId) -> Result<(), Fired> {
         let policy = self.config.cancel_policy;
-        let row_state = self.db.task(task).state.clone();
-        let events_len = self.db.task(task).events.len();
-        let mirror = self.mirror(task).clone();
-        let task_text = task.to_string();
-        if mirror.status.is_terminal() && row_state.status != mirror.status {
+        self.mirror(task);
+        let row = &self.db.tasks[task.slot()];
+        let mirror = &self.checker.tasks[task.slot()];
+        let seen = mirror.events;
+        let (was, was_version) = (mirror.status, mirror.version);
+        if was.is_terminal() && row.state.status != was {
             return Err(Fired {
                 invariant: "terminal-never-reopens",
                 message: format!(
                     "{task} was {} and is now {}",
-                    mirror.status.as_str(),
-                    row_state.status.as_str()
+                    was.as_str(),
+                    row.state.status.as_str()
                 ),
-                entities: vec![task_text],
+                entities: vec![task.to_string()],
             });
         }
-        let new_events: Vec<_> = self.db.task(task).events[mirror.events..].to_vec();
-        for (offset, stored) in new_events.iter().enumerate() {
+        let fresh = &row.events[seen..];
+        // Nothing appended: the row must still be the fold of its events.
+        if fresh.is_empty() {
+            if row.state.version != was_version {
+                return Err(Fired {
+                    invariant: "version-step-one",
+                    message: format!(
+                        "{task} went from v{was_version} to v{} with no new event",
+                        row.state.version
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+            if row.state != mirror.replay {
+                return Err(Fired {
+                    invariant: "replay-matches-state",
+                    message: format!(
+                        "{task}'s state row changed at v{} without an event",
+                        row.state.version
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+            return Ok(());
+        }
+        for (offset, stored) in fresh.iter().enumerate() {
             let event = &stored.event;
-            let clash = self.checker.event_ids.get(&event.event_id);
-            let same_sequence = self.db.task(task).events[..mirror.events + offset]
+            let earlier = &row.events[..seen + offset];
+            let clash = earlier
                 .iter()
-                .any(|earlier| earlier.event.sequence == event.sequence);
-            if clash.is_some() || same_sequence {
+                .any(|e| e.event.sequence == event.sequence || e.event.event_id == event.event_id)
+                || self.foreign_id_taken(task, &event.event_id);
+            if clash {
                 return Err(Fired {
                     invariant: "event-id-unique",
                     message: format!(
                         "{task} has two events at sequence {} or under id {}",
                         event.sequence, event.event_id
                     ),
-                    entities: vec![task_text, event.event_id.to_string()],
+                    entities: vec![task.to_string(), event.event_id.to_string()],
                 });
             }
-            self.checker
-                .event_ids
-                .insert(event.event_id.clone(), (task, event.sequence));
         }
-        let added = (events_len - mirror.events) as i64;
-        let expected_version = new_events
-            .last()
-            .map_or(mirror.version, |s| s.event.sequence);
-        if row_state.version - mirror.version != added || row_state.version != expected_version {
+        let added = fresh.len() as i64;
+        let expected_version = fresh.last().map_or(was_version, |s| s.event.sequence);
+        if row.state.version - was_version != added || row.state.version != expected_version {
             return Err(Fired {
                 invariant: "version-step-one",
                 message: format!(
-                    "{task} went from v{} to v{} with {added} new event(s)",
-                    mirror.version, row_state.version
+                    "{task} went from v{was_version} to v{} with {added} new event(s)",
+                    row.state.version
                 ),
-                entities: vec![task_text],
+                entities: vec![task.to_string()],
             });
         }
         let mut replay = mirror.replay.clone();
-        let mut history = Vec::new();
-        for stored in &new_events {
+        let mut history = Vec::with_capacity(fresh.len());
+        for stored in fresh {
             match transition(&replay, &stored.event, policy) {
                 Transition::Accepted { next, .. } => {
                     history.push(next.clone());
@@ -456,28 +482,61 @@ impl World {
                             stored.event.event_id,
                             reason.as_str()
                         ),
-                        entities: vec![task_text, stored.event.event_id.to_string()],
+                        entities: vec![task.to_string(), stored.event.event_id.to_string()],
                     });
                 }
             }
         }
-        if replay != row_state {
+        if replay != row.state {
             return Err(Fired {
                 invariant: "replay-matches-state",
                 message: format!(
                     "folding {task}'s events does not give its state row at v{}",
-                    row_state.version
+                    row.state.version
                 ),
-                entities: vec![task_text],
+                entities: vec![task.to_string()],
             });
         }
-        let mirror = self.mirror(task);
-        mirror.status = row_state.status;
-        mirror.version = row_state.version;
-        mirror.events = events_len;
+        // Ids that do not name their own task are checked across tasks.
+        let prefix_len = task.to_string().len();
+        let foreign: Vec<(Text, i64)> = fresh
+            .iter()
+            .filter(|stored| !owns_id(&stored.event.event_id, prefix_len, task))
+            .map(|stored| (stored.event.event_id.clone(), stored.event.sequence))
+            .collect();
+        let (status, version, events) = (row.state.status, row.state.version, row.events.len());
+        for (id, sequence) in foreign {
+            self.checker.event_ids.insert(id, (task, sequence));
+        }
+        let mirror = &mut self.checker.tasks[task.slot()];
+        mirror.status = status;
+        mirror.version = version;
+        mirror.events = events;
         mirror.replay = replay;
         mirror.history.extend(history);
         Ok(())
+    }
+
+    /// Whether `id`, appended to `task`, is already some event's id
+    /// elsewhere: in the map of ids that do not name their task, or, for an
+    /// id that names another task, among that task's events.
+    fn foreign_id_taken(&self, task: TaskId, id: &Text) -> bool {
+        if self
+            .checker
+            .event_ids
+            .get(id)
+            .is_some_and(|(owner, _)| *owner != task)
+        {
+            return true;
+        }
+        let named = id.split(':').next().and_then(TaskId::parse);
+        match named {
+            Some(owner) if owner != task => self
+                .db
+                .find_task(owner)
+                .is_some_and(|row| row.events.iter().any(|e| e.event.event_id == *id)),
+            _ => false,
+        }
     }
 
     fn check_token(&mut self, token: Token) -> Result<(), Fired> {

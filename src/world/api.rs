@@ -383,9 +383,7 @@ impl World {
         } else {
             self.config.idempotency_ttl_ms
         };
-        self.db
-            .retention_index
-            .insert((self.now + keep, key.clone()));
+        self.db.retain_until(self.now + keep, key.clone());
     }
 
     /// Inserts a queued task at version 0 and, unless told otherwise, its

@@ -82,6 +82,8 @@ pub struct Broker {
     pub unseen_dead_letters: Vec<DeadLetterId>,
     next_entry: u32,
     pub published: u64,
+    /// A dead letter arrived: the reconciler re-plans its next wake.
+    pub dead_letters_changed: bool,
 }
 
 fn topic_slot(topic: Topic) -> usize {
@@ -247,6 +249,7 @@ impl Broker {
             transient: is_transient(error_code),
         });
         self.unseen_dead_letters.push(id);
+        self.dead_letters_changed = true;
         id
     }
 

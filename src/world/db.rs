@@ -496,6 +496,9 @@ pub struct Db {
     /// (appended from outside), for the event-id unique constraint.
     pub foreign_event_ids: BTreeMap<Text, (TaskId, i64)>,
     pub next_signal: u32,
+    /// Something the reconciler looks at by time changed (a lease, a
+    /// retention): it re-plans its next wake.
+    pub reconcile_due_changed: bool,
     /// Snapshots recovery refused (dump: `snapshotReports`).
     pub snapshot_reports: Vec<crate::world::projector::SnapshotReport>,
 }
@@ -552,6 +555,12 @@ impl Db {
         }
     }
 
+    /// Indexes a record's retention to end no sooner than `due`.
+    pub fn retain_until(&mut self, due: u64, key: Text) {
+        self.retention_index.insert((due, key));
+        self.reconcile_due_changed = true;
+    }
+
     pub fn set_lease(&mut self, task: TaskId, lease: Option<Lease>) {
         let row = &mut self.tasks[task.slot()];
         if let Some(old) = row.lease {
@@ -561,6 +570,7 @@ impl Db {
         if let Some(new) = lease {
             self.lease_index.insert((new.until_ms, task));
         }
+        self.reconcile_due_changed = true;
     }
 
     pub fn review(

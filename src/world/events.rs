@@ -341,7 +341,7 @@ impl World {
             self.counters.tasks_terminal += 1;
             let key = self.db.task(task).key.clone();
             if self.db.parked_retention.remove(&key) {
-                self.db.retention_index.insert((now, key));
+                self.db.retain_until(now, key);
             }
             let lease = self.db.task(task).lease;
             if lease.is_some() {

@@ -532,7 +532,11 @@ impl World {
         if self.violation.is_none() && self.invariants_on {
             self.check_step();
         }
-        self.schedule_reconcile();
+        if self.db.reconcile_due_changed || self.broker.dead_letters_changed {
+            self.db.reconcile_due_changed = false;
+            self.broker.dead_letters_changed = false;
+            self.schedule_reconcile();
+        }
         let crash = self.crash_now.take();
         let drawn = if matches!(action.verb, Verb::Crash | Verb::Restart) {
             None

@@ -308,7 +308,7 @@ impl World {
         self.begin(ActorId::RECONCILER, Verb::Expire);
         self.touched.keys.push(key.clone());
         if self.commit_fault() == Some(false) {
-            self.db.retention_index.insert((due, key));
+            self.db.retain_until(due, key);
             self.finish();
             return;
         }
@@ -342,7 +342,7 @@ impl World {
             self.sometimes("retention-kept-unfinished");
         } else {
             let again = self.now + self.config.reconcile_every_ms;
-            self.db.retention_index.insert((again, key));
+            self.db.retain_until(again, key);
             self.rec.outcome = "kept";
             self.sometimes("retention-kept-unfinished");
         }
