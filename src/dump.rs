@@ -291,7 +291,7 @@ impl World {
             "scenario": scenario,
             "seed": self.seed,
             "steps": self.steps,
-            "virtualTimeMs": self.now,
+            "virtualTimeMs": self.last_step_ms,
             "traceSha256": hex(&self.trace.sha256()),
             "handlerVersion": self.handler_version,
             "tasks": tasks,

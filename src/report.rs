@@ -109,7 +109,7 @@ pub fn summary(world: &World, scenario: &str, outcome: &Outcome) -> String {
         "steps        {} (fault phase {}, drain {})",
         world.steps, outcome.fault_steps, outcome.drain_steps
     );
-    let _ = writeln!(out, "virtual time {} ms", world.now);
+    let _ = writeln!(out, "virtual time {} ms", world.last_step_ms);
     let statuses = tasks_by_status(world);
     let listed: Vec<String> = statuses
         .iter()

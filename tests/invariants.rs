@@ -210,8 +210,16 @@ fn fires_one_task_per_key() {
 
 #[test]
 fn one_task_per_key_allows_a_new_task_once_the_record_expired() {
-    // Drained, the happy path's record has outlived its TTL and is gone.
-    let mut world = happy();
+    // A short TTL and a later read keep the run going until the record's
+    // retention has ended and it is gone.
+    let mut scenario = happy_path_with("idempotency_ttl_ms = 100\nreconcile_every_ms = 100\n");
+    let mut later = scenario.requests[0].clone();
+    later.at_ms = 2_000;
+    later.kind = sim::scenario::RequestKind::ReadStatus {
+        target: sim::scenario::Target::Task(TASK),
+    };
+    scenario.requests.push(later);
+    let mut world = drained(&scenario);
     let key = first_key(&world);
     assert!(!world.db.idempotency.contains_key(&key));
     let second = insert_task(&mut world, &key);

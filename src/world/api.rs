@@ -55,13 +55,16 @@ pub enum ApiPhase {
 pub enum Response {
     Create(Answer),
     Cancel(Result<i64, &'static str>),
-    Status(Option<(Status, i64)>),
+    Status(Option<(TaskId, Status, i64)>),
 }
 
 /// One client send being handled by one API instance.
 #[derive(Clone, Debug)]
 pub struct Call {
     pub request: RequestId,
+    /// What the client sent (the API's copy; the client's may be gone).
+    pub op: super::client::ClientOp,
+    pub intent: Option<super::ids::IntentId>,
     pub api: u16,
     pub incarnation: u32,
     pub phase: ApiPhase,
@@ -92,7 +95,7 @@ impl World {
             return false;
         }
         let actor = ActorId::new(ActorKind::Api, call.api);
-        let op = self.outgoing[call.request.slot()].op.clone();
+        let op = call.op.clone();
         let next = match (call.phase, op) {
             (ApiPhase::Arrive, ClientOp::Create { input, .. })
                 if self.mutant == Some(Mutant::PublishBeforeCommit) =>
@@ -184,7 +187,9 @@ impl World {
                     super::cache::Fill::Stored => "stored",
                     super::cache::Fill::Refused => "refused",
                 };
-                Some(ApiPhase::Respond(Response::Status(Some((status, version)))))
+                Some(ApiPhase::Respond(Response::Status(Some((
+                    task, status, version,
+                )))))
             }
             (ApiPhase::Respond(response), _) => {
                 self.begin(actor, Verb::Respond);
@@ -196,7 +201,11 @@ impl World {
                     Response::Create(Answer::Refused(code)) => code,
                     Response::Cancel(Ok(_)) => "cancel-accepted",
                     Response::Cancel(Err(code)) => code,
-                    Response::Status(Some((status, _))) => status.as_str(),
+                    Response::Status(Some((task, status, version))) => {
+                        self.rec.task = Some(*task);
+                        self.rec.version = Some(*version);
+                        status.as_str()
+                    }
                     Response::Status(None) => "TASK_NOT_FOUND",
                 };
                 if self.fault(Site::ApiResponse) == Some(FaultKind::Lost) {
@@ -225,7 +234,12 @@ impl World {
 
     /// The answer an intent got, for ground truth.
     fn answered(&mut self, request: RequestId, answer: Answer) {
-        if let Some(intent) = self.outgoing[request.slot()].intent {
+        let intent = self
+            .calls
+            .values()
+            .find(|call| call.request == request)
+            .and_then(|call| call.intent);
+        if let Some(intent) = intent {
             self.touched.answers.push((intent, answer, self.now));
         }
         if let Answer::Accepted(task) = answer {
@@ -642,7 +656,9 @@ impl World {
             Some(super::cache::CacheEntry::View { status, version }) => {
                 self.rec.outcome = "hit";
                 self.rec.version = Some(version);
-                Some(ApiPhase::Respond(Response::Status(Some((status, version)))))
+                Some(ApiPhase::Respond(Response::Status(Some((
+                    task, status, version,
+                )))))
             }
             _ => {
                 self.rec.outcome = "miss";

@@ -41,9 +41,6 @@ pub struct Outgoing {
     pub intent: Option<IntentId>,
     pub sends: u32,
     pub next_api: u16,
-    pub answer: Option<Response>,
-    /// Answered, given up, or lost with its client.
-    pub done: bool,
     pub incarnation: u32,
 }
 
@@ -74,7 +71,8 @@ impl World {
         if !life.up || !self.workload_on {
             return false;
         }
-        let id = RequestId(self.outgoing.len() as u32 + 1);
+        self.next_request += 1;
+        let id = RequestId(self.next_request);
         let (op, intent) = match request.kind {
             RequestKind::Create { key, input } => {
                 let input = World::input(input);
@@ -98,17 +96,18 @@ impl World {
         let first_api = request
             .api
             .map_or(id.0 as u16 % apis, |api| api.min(apis - 1));
-        self.outgoing.push(Outgoing {
+        self.outgoing.insert(
             id,
-            client,
-            op,
-            intent,
-            sends: 0,
-            next_api: first_api,
-            answer: None,
-            done: false,
-            incarnation: life.incarnation,
-        });
+            Outgoing {
+                id,
+                client,
+                op,
+                intent,
+                sends: 0,
+                next_api: first_api,
+                incarnation: life.incarnation,
+            },
+        );
         self.begin(ActorId::new(ActorKind::Client, client), Verb::Send);
         self.send(id);
         self.finish();
@@ -118,7 +117,7 @@ impl World {
     /// Hands one send of a request to an API and starts waiting.
     fn send(&mut self, id: RequestId) {
         let apis = self.apis.len() as u16;
-        let outgoing = &mut self.outgoing[id.slot()];
+        let outgoing = self.outgoing.get_mut(&id).expect("a pending request");
         outgoing.sends += 1;
         let api = outgoing.next_api % apis;
         outgoing.next_api = (api + 1) % apis;
@@ -129,12 +128,15 @@ impl World {
             ClientOp::Read { .. } => "read-status",
         };
         self.rec.outcome = outcome;
+        let (op, intent) = (outgoing.op.clone(), outgoing.intent);
         let call_id = self.next_call_id();
         let incarnation = self.apis[api as usize].incarnation;
         self.calls.insert(
             call_id,
             Call {
                 request: id,
+                op,
+                intent,
                 api,
                 incarnation,
                 phase: ApiPhase::Arrive,
@@ -148,27 +150,32 @@ impl World {
     }
 
     pub(super) fn client_timeout(&mut self, id: RequestId, send: u32) -> bool {
-        let outgoing = &self.outgoing[id.slot()];
+        // Answered, given up, or gone with its client's incarnation.
+        let Some(outgoing) = self.outgoing.get(&id) else {
+            return false;
+        };
         let client = outgoing.client;
         let life = self.clients[client as usize];
-        if outgoing.done
-            || outgoing.sends != send
-            || !life.up
-            || life.incarnation != outgoing.incarnation
-        {
+        if outgoing.sends != send || !life.up || life.incarnation != outgoing.incarnation {
+            if life.incarnation != outgoing.incarnation {
+                self.outgoing.remove(&id);
+            }
             return false;
         }
         let actor = ActorId::new(ActorKind::Client, client);
         if outgoing.sends >= self.config.client_attempts_max as u32 {
             self.begin(actor, Verb::GiveUp);
-            self.outgoing[id.slot()].done = true;
+            self.outgoing.remove(&id);
             self.rec.outcome = "gave-up";
             self.finish();
             return true;
         }
         self.begin(actor, Verb::Retry);
         if self.mutant == Some(Mutant::ClientNewKeyOnRetry)
-            && let ClientOp::Create { key, .. } = &mut self.outgoing[id.slot()].op
+            && let Some(Outgoing {
+                op: ClientOp::Create { key, .. },
+                ..
+            }) = self.outgoing.get_mut(&id)
         {
             *key = format!("{key}-r{send}").into();
         }
@@ -177,22 +184,27 @@ impl World {
         true
     }
 
-    /// A response reaches its client (inside the API's respond step).
+    /// A response reaches its client (inside the API's respond step): the
+    /// request is done. A reader keeps the higher version it has seen.
     pub(super) fn deliver_response(&mut self, id: RequestId, response: Response) {
-        let outgoing = &mut self.outgoing[id.slot()];
+        let Some(outgoing) = self.outgoing.get(&id) else {
+            return;
+        };
         let life = self.clients[outgoing.client as usize];
         if !life.up || life.incarnation != outgoing.incarnation {
             return;
         }
-        // A reader keeps the higher version it has seen.
-        if let (Some(Response::Status(Some((_, old)))), Response::Status(Some((_, new)))) =
-            (&outgoing.answer, &response)
-            && new < old
-        {
-            return;
+        let client = outgoing.client;
+        if let Response::Status(Some((task, _, version))) = &response {
+            let seen = self.highest_seen.entry((client, *task)).or_insert(*version);
+            if *version < *seen {
+                // An older view than one already read: the reader keeps the
+                // newer one.
+                self.rec.outcome = "older-than-seen";
+            }
+            *seen = (*seen).max(*version);
         }
-        outgoing.answer = Some(response);
-        outgoing.done = true;
+        self.outgoing.remove(&id);
     }
 
     fn next_call_id(&mut self) -> u64 {

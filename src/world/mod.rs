@@ -71,6 +71,10 @@ pub enum Wake {
     Restart(ActorId),
     /// The fuzz workload draws its next request.
     Workload,
+    /// The reconciler's housekeeping (ending idempotency retention). It runs
+    /// while the world has other work, but on its own never keeps a run
+    /// going: a world with only housekeeping left is quiet.
+    Housekeeping,
 }
 
 /// Volatile bookkeeping every crashable actor has.
@@ -160,8 +164,14 @@ pub struct World {
     pub seed: u64,
     pub now: u64,
     pub steps: u64,
+    /// Virtual time of the last step (wakes that find nothing to do move
+    /// `now` but are not steps).
+    pub last_step_ms: u64,
     queue: BinaryHeap<Reverse<(u64, u64, Wake)>>,
     sequence: u64,
+    /// Queued wakes that are not housekeeping.
+    working: u64,
+    housekeeping_at: Option<u64>,
     delays: Prng,
     pub faults: Injector,
     pub db: Db,
@@ -173,7 +183,12 @@ pub struct World {
     script: Vec<Request>,
     /// Every request issued so far, scripted or generated (reproducers).
     pub requests: Vec<Request>,
-    pub outgoing: Vec<Outgoing>,
+    /// Requests clients are still waiting on.
+    pub outgoing: BTreeMap<RequestId, Outgoing>,
+    next_request: u32,
+    /// The highest version of each task each client has read: a reader
+    /// keeps the newer view (lesson 000 §13.6).
+    pub highest_seen: BTreeMap<(u16, TaskId), i64>,
     pub calls: BTreeMap<u64, Call>,
     next_call: u64,
     pub clients: Vec<Life>,
@@ -245,8 +260,11 @@ impl World {
             seed,
             now: 0,
             steps: 0,
+            last_step_ms: 0,
             queue: BinaryHeap::new(),
             sequence: 0,
+            working: 0,
+            housekeeping_at: None,
             delays: Prng::new(seed, Stream::Delays),
             faults: Injector::new(scenario.faults.clone(), rates, seed),
             db: Db {
@@ -260,7 +278,9 @@ impl World {
             handler_version: config.handler_version,
             script: Vec::new(),
             requests: Vec::new(),
-            outgoing: Vec::new(),
+            outgoing: BTreeMap::new(),
+            next_request: 0,
+            highest_seen: BTreeMap::new(),
             calls: BTreeMap::new(),
             next_call: 0,
             clients: vec![Life::new(); config.clients as usize],
@@ -317,7 +337,19 @@ impl World {
     pub fn schedule(&mut self, at: u64, wake: Wake) {
         debug_assert!(at >= self.now);
         self.sequence += 1;
+        if wake != Wake::Housekeeping {
+            self.working += 1;
+        }
         self.queue.push(Reverse((at, self.sequence, wake)));
+    }
+
+    /// Schedules housekeeping at `at` unless some is queued sooner.
+    pub fn housekeeping(&mut self, at: u64) {
+        if self.housekeeping_at.is_some_and(|queued| queued <= at) {
+            return;
+        }
+        self.housekeeping_at = Some(at);
+        self.schedule(at, Wake::Housekeeping);
     }
 
     /// Time until an actor's next step: drawn from the delays stream.
@@ -329,9 +361,9 @@ impl World {
         self.delays.range(low, high)
     }
 
-    /// Pending wakes (for convergence reports and tests).
-    pub fn pending(&self) -> usize {
-        self.queue.len()
+    /// Pending wakes that are not housekeeping (for convergence reports).
+    pub fn pending(&self) -> u64 {
+        self.working
     }
 
     pub fn life(&self, actor: ActorId) -> Life {
@@ -405,9 +437,15 @@ impl World {
     /// Runs at most one step. Wakes that find nothing to do are consumed
     /// without counting as steps.
     pub fn step(&mut self) -> Stepped {
-        while let Some(Reverse((at, _, wake))) = self.queue.pop() {
+        while self.working > 0 {
+            let Some(Reverse((at, _, wake))) = self.queue.pop() else {
+                break;
+            };
             assert!(at >= self.now, "time never runs backwards");
             self.now = at;
+            if wake != Wake::Housekeeping {
+                self.working -= 1;
+            }
             if self.dispatch(wake) {
                 return Stepped::Step;
             }
@@ -449,6 +487,17 @@ impl World {
             }
             Wake::Restart(actor) => self.restart(actor),
             Wake::Workload => self.generate(),
+            Wake::Housekeeping => {
+                if self.housekeeping_at == Some(self.now) {
+                    self.housekeeping_at = None;
+                }
+                if !self.reconciler.life.up
+                    || !matches!(self.reconciler.phase, ReconcilerPhase::Idle)
+                {
+                    return false;
+                }
+                self.actor_step(ActorId::RECONCILER, true)
+            }
         }
     }
 
@@ -522,6 +571,7 @@ impl World {
     /// invariants it touched, and carries out a crash that is due.
     pub fn finish(&mut self) {
         self.steps += 1;
+        self.last_step_ms = self.now;
         let record = std::mem::replace(&mut self.rec, blank_record());
         let action = record.action();
         let actor = record.actor;

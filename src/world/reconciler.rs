@@ -55,11 +55,11 @@ enum Due {
 
 impl World {
     /// The earliest time the reconciler has something to look at.
+    /// When the next repair is due: an expired lease or a dead letter.
     fn reconcile_due(&self) -> Option<u64> {
         let lease = self.db.lease_index.first().map(|(until, _)| until + 1);
-        let retention = self.db.retention_index.first().map(|(due, _)| *due);
         let letters = (!self.broker.unseen_dead_letters.is_empty()).then_some(self.now);
-        [lease, retention, letters].into_iter().flatten().min()
+        [lease, letters].into_iter().flatten().min()
     }
 
     /// Wakes the reconciler at the first tick of its period at which
@@ -71,13 +71,16 @@ impl World {
         if !matches!(self.reconciler.phase, ReconcilerPhase::Idle) {
             return;
         }
-        let Some(due) = self.reconcile_due() else {
-            return;
-        };
         let period = self.config.reconcile_every_ms;
-        let tick = due.div_ceil(period) * period;
-        let at = tick.max(self.now);
-        self.poke(ActorId::RECONCILER, at);
+        let tick = |due: u64, now: u64| (due.div_ceil(period) * period).max(now);
+        if let Some(due) = self.reconcile_due() {
+            self.poke(ActorId::RECONCILER, tick(due, self.now));
+        }
+        // Retention is housekeeping: its wake never keeps a run alive.
+        if let Some((due, _)) = self.db.retention_index.first() {
+            let at = tick(*due, self.now);
+            self.housekeeping(at);
+        }
     }
 
     pub(super) fn reconciler_step(&mut self, poked: bool) -> bool {
