@@ -39,7 +39,12 @@ impl World {
                 "idempotencyKey".into(),
                 json!(format!("{SCOPE}:{}", row.key)),
             );
-            object.insert("inputSha256".into(), json!(hex(&row.input.sha256)));
+            object.insert("inputSha256".into(), json!(hex(&row.input_sha256)));
+            if row.compacted {
+                // Retention ended: its events, ledger, outbox and inbox rows
+                // were compacted away.
+                object.insert("compacted".into(), json!(true));
+            }
             if let Some(replay) = row.replay_of {
                 object.insert("replayOf".into(), json!(replay.to_string()));
             }
@@ -116,7 +121,7 @@ impl World {
             );
         }
         let mut outbox = Map::new();
-        for row in &self.db.outbox {
+        for row in self.db.outbox_rows() {
             outbox.insert(
                 row.id.to_string(),
                 json!({

@@ -102,6 +102,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         key: Text::from(key),
         fingerprint: first.fingerprint,
         input: Arc::clone(&first.input),
+        input_sha256: first.input_sha256,
         replay_of: None,
         created_ms: world.now,
         events: Vec::new(),
@@ -736,7 +737,7 @@ fn fires_no_orphan_message() {
     // An entry whose message id names no outbox row.
     let orphan = world.broker.publish(
         row.topic,
-        OutboxId(world.db.outbox.len() as u32 + 1),
+        world.db.next_outbox_id(),
         row.task,
         row.payload.clone(),
         row.payload_sha256,
@@ -766,7 +767,7 @@ fn fires_converges() {
 
     // An outbox row left unpublished.
     let mut world = happy();
-    world.db.outbox[0].published_ms = None;
+    world.db.outbox_row_mut(OutboxId(1)).published_ms = None;
     let failures = world.convergence_failures();
     assert!(
         failures

@@ -57,7 +57,8 @@ fn replaying_every_scenario_s_event_history_gives_its_state_row() {
         if finished.outcome.violation.is_some() {
             continue;
         }
-        for row in &finished.world.db.tasks {
+        // A compacted task's history is gone by design; the rest replay.
+        for row in finished.world.db.tasks.iter().filter(|row| !row.compacted) {
             let events: Vec<_> = row
                 .events
                 .iter()

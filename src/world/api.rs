@@ -418,6 +418,7 @@ impl World {
             key: key.clone(),
             fingerprint,
             input: input.clone(),
+            input_sha256: input.sha256,
             replay_of,
             created_ms: self.now,
             events: Vec::new(),
@@ -447,7 +448,7 @@ impl World {
         attempt: u32,
         not_before: u64,
     ) {
-        let input_sha256 = self.db.task(task).input.sha256;
+        let input_sha256 = self.db.task(task).input_sha256;
         let payload = Payload::Work {
             kind,
             task,

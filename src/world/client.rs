@@ -32,6 +32,16 @@ pub enum ClientOp {
     },
 }
 
+impl ClientOp {
+    /// Whether this operation names `task` (a cancel or read by task id).
+    pub fn names(&self, task: super::ids::TaskId) -> bool {
+        matches!(
+            self,
+            ClientOp::Cancel { target: Target::Task(t) } | ClientOp::Read { target: Target::Task(t) } if *t == task
+        )
+    }
+}
+
 /// A request a client has sent and is waiting on (volatile client state).
 #[derive(Clone, Debug)]
 pub struct Outgoing {

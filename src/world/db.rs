@@ -392,6 +392,8 @@ pub struct TaskRow {
     pub key: Text,
     pub fingerprint: Sha,
     pub input: Arc<Input>,
+    /// The input's hash, kept after compaction drops the input.
+    pub input_sha256: Sha,
     pub replay_of: Option<DeadLetterId>,
     pub created_ms: u64,
     pub events: Vec<StoredEvent>,
@@ -474,8 +476,8 @@ pub struct Db {
     /// Dense by task id: `tasks[id.slot()]`.
     pub tasks: Vec<TaskRow>,
     pub idempotency: BTreeMap<Text, IdempotencyRecord>,
-    /// Dense by outbox id.
-    pub outbox: Vec<OutboxRow>,
+    /// Dense by outbox id; `None` once its task was compacted.
+    outbox: Vec<Option<Box<OutboxRow>>>,
     /// Unpublished rows by the time they may next be claimed.
     pub unpublished: BTreeSet<(u64, OutboxId)>,
     pub inbox: BTreeMap<OutboxId, InboxRow>,
@@ -504,6 +506,14 @@ pub struct Db {
 }
 
 impl Db {
+    pub fn with_quota(quota: u64) -> Db {
+        Db {
+            quota_remaining: quota,
+            quota_total: quota,
+            ..Db::default()
+        }
+    }
+
     pub fn task(&self, id: TaskId) -> &TaskRow {
         &self.tasks[id.slot()]
     }
@@ -516,8 +526,34 @@ impl Db {
         self.tasks.get(id.slot())
     }
 
+    /// A row that was not compacted away.
     pub fn outbox_row(&self, id: OutboxId) -> &OutboxRow {
-        &self.outbox[id.slot()]
+        self.find_outbox(id).expect("a live outbox row")
+    }
+
+    pub fn outbox_row_mut(&mut self, id: OutboxId) -> &mut OutboxRow {
+        self.outbox[id.slot()]
+            .as_deref_mut()
+            .expect("a live outbox row")
+    }
+
+    pub fn find_outbox(&self, id: OutboxId) -> Option<&OutboxRow> {
+        let slot = (id.0 as usize).checked_sub(1)?;
+        self.outbox.get(slot)?.as_deref()
+    }
+
+    /// Every row not compacted away, by id.
+    pub fn outbox_rows(&self) -> impl Iterator<Item = &OutboxRow> {
+        self.outbox.iter().filter_map(|row| row.as_deref())
+    }
+
+    /// Frees a compacted task's row.
+    pub fn drop_outbox_row(&mut self, id: OutboxId) {
+        if let Some(row) = self.outbox[id.slot()].take() {
+            if let Some(claimable) = row.claimable_ms {
+                self.unpublished.remove(&(claimable, id));
+            }
+        }
     }
 
     pub fn next_task_id(&self) -> TaskId {
@@ -539,13 +575,15 @@ impl Db {
         row.claimable_ms = Some(row.ready_ms);
         self.unpublished.insert((row.ready_ms, row.id));
         self.tasks[row.task.slot()].outbox_rows.push(row.id);
-        self.outbox.push(row);
+        self.outbox.push(Some(Box::new(row)));
     }
 
     /// Moves an unpublished row to a new claimable time, or out of the
     /// index once published.
     pub fn reindex_outbox(&mut self, id: OutboxId, claimable: Option<u64>) {
-        let row = &mut self.outbox[id.slot()];
+        let row = self.outbox[id.slot()]
+            .as_deref_mut()
+            .expect("a live outbox row");
         if let Some(old) = row.claimable_ms {
             self.unpublished.remove(&(old, id));
         }

@@ -219,6 +219,8 @@ pub struct World {
     /// confirm), carried out once the step is recorded.
     crash_now: Option<ActorId>,
     next_delivery: u64,
+    /// What a compacted task's row points at instead of its input.
+    pub compacted_input: Arc<Input>,
     broker_poke_at: Option<u64>,
     next_worker: usize,
 }
@@ -267,11 +269,7 @@ impl World {
             housekeeping_at: None,
             delays: Prng::new(seed, Stream::Delays),
             faults: Injector::new(scenario.faults.clone(), rates, seed),
-            db: Db {
-                quota_remaining: config.quota,
-                quota_total: config.quota,
-                ..Db::default()
-            },
+            db: Db::with_quota(config.quota),
             broker: Broker::default(),
             store: Store::default(),
             cache: Cache::default(),
@@ -305,6 +303,7 @@ impl World {
             touched: Touched::default(),
             crash_now: None,
             next_delivery: 0,
+            compacted_input: World::input(serde_json::Value::Null),
             broker_poke_at: None,
             next_worker: 0,
             config,
@@ -667,6 +666,12 @@ impl World {
         });
         self.intent_index.insert((key.clone(), fingerprint), id);
         id
+    }
+
+    /// A retry after a record's retention ended is a new intent: the key
+    /// and input no longer join it to the old one.
+    pub fn forget_intent_key(&mut self, key: &Text, fingerprint: crate::hash::Sha) {
+        self.intent_index.remove(&(key.clone(), fingerprint));
     }
 
     pub fn new_delivery_id(&mut self) -> u64 {

@@ -108,14 +108,16 @@ impl World {
         let until = now + self.config.publish_lease_ms;
         for (_, id) in &due {
             self.db.reindex_outbox(*id, Some(until));
-            if self.db.outbox[id.slot()]
+            if self
+                .db
+                .outbox_row(*id)
                 .lease
                 .is_some_and(|(holder, inc, _)| (holder, inc) != (actor, incarnation))
             {
                 // Its claim by another publisher ran out: both may publish.
                 self.race("two publishers on one outbox row");
             }
-            let row = &mut self.db.outbox[id.slot()];
+            let row = self.db.outbox_row_mut(*id);
             row.lease = Some((actor, incarnation, until));
             row.publish_attempts += 1;
         }
@@ -207,7 +209,7 @@ impl World {
         let unknown = std::mem::take(&mut self.publishers[index].unknown);
         let mut marked = 0;
         for id in &confirmed {
-            let row = &mut self.db.outbox[id.slot()];
+            let row = self.db.outbox_row_mut(*id);
             if row.published_ms.is_some() {
                 continue;
             }
@@ -217,7 +219,7 @@ impl World {
             marked += 1;
         }
         for id in &unknown {
-            let row = &mut self.db.outbox[id.slot()];
+            let row = self.db.outbox_row_mut(*id);
             let mine = row
                 .lease
                 .is_some_and(|(holder, inc, _)| holder == actor && inc == incarnation);

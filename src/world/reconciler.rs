@@ -329,9 +329,15 @@ impl World {
         let finished = early || task.is_none_or(|task| self.task_finished(task));
         if finished {
             self.db.idempotency.remove(&key);
+            // Past its TTL, the same key and input are a new intent.
+            if self.now >= record.committed_ms + self.config.idempotency_ttl_ms {
+                self.forget_intent_key(&key, record.fingerprint);
+            }
             self.rec.outcome = "expired";
             self.sometimes("idempotency-record-expired");
-            if let Some(task) = task {
+            // Only a finished task is compacted (the early-expiry mutant
+            // drops records of unfinished ones; their rows stay).
+            if let Some(task) = task.filter(|task| self.task_finished(*task)) {
                 self.compact_task(task);
             }
         } else if task.is_some_and(|task| self.db.in_review(task)) {
@@ -365,9 +371,50 @@ impl World {
 }
 
 impl World {
-    /// Marks a task whose retention ended. Its record is gone; what the
-    /// invariants still need (the key's one task) stays.
+    /// Compacts a task whose retention ended, so memory follows the work in
+    /// flight, not the work done: its state row, key and fingerprint stay
+    /// (a key still maps to its one task, a terminal task still cannot
+    /// reopen) and so do its artifacts; its events, snapshots, ledger,
+    /// outbox and inbox rows, cache entry and read model go. A task that
+    /// anything still carries (a broker entry, a delivery on its way, an
+    /// actor's job) is left whole.
     pub fn compact_task(&mut self, task: TaskId) {
-        self.db.task_mut(task).compacted = true;
+        let in_flight = self.broker.entries.values().any(|entry| entry.task == task)
+            || self
+                .projector
+                .current
+                .as_ref()
+                .is_some_and(|d| d.task == task)
+            || self
+                .projector
+                .mailbox
+                .iter()
+                .any(|(_, _, d)| d.task == task)
+            || self.workers.iter().any(|worker| {
+                worker.job.as_ref().is_some_and(|job| job.task == task)
+                    || worker.mailbox.iter().any(|(_, _, d)| d.task == task)
+            })
+            || self.calls.values().any(|call| call.op.names(task));
+        if in_flight {
+            return;
+        }
+        let row = self.db.task_mut(task);
+        if row.compacted {
+            return;
+        }
+        row.compacted = true;
+        row.events = Vec::new();
+        row.snapshots = Vec::new();
+        row.effects = Vec::new();
+        row.input = self.compacted_input.clone();
+        let rows = std::mem::take(&mut row.outbox_rows);
+        for id in rows {
+            self.db.inbox.remove(&id);
+            self.db.drop_outbox_row(id);
+            self.checker.forget_message(id);
+        }
+        self.cache.entries.remove(&task);
+        self.projector.models.remove(&task);
+        self.checker.forget_history(task);
     }
 }
