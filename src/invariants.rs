@@ -124,6 +124,14 @@ struct TaskMirror {
     history: Vec<TaskState>,
 }
 
+/// The checker's memory of one task: all of it while the task lives, its
+/// final status and version once it was compacted.
+#[derive(Clone, Debug)]
+enum Mirror {
+    Live(Box<TaskMirror>),
+    Compacted { status: Status, version: i64 },
+}
+
 /// How the worker found a delivery when it registered it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DeliveryClass {
@@ -136,7 +144,7 @@ enum DeliveryClass {
 
 #[derive(Debug, Default)]
 pub struct Checker {
-    tasks: Vec<TaskMirror>,
+    tasks: Vec<Mirror>,
     event_ids: BTreeMap<Text, (TaskId, i64)>,
     inbox: BTreeMap<OutboxId, (Sha, InboxState, Option<ProcessResult>)>,
     deliveries: BTreeMap<u64, DeliveryClass>,
@@ -154,8 +162,12 @@ impl Checker {
     /// (its status, version and the state its events folded to).
     pub fn forget_history(&mut self, task: TaskId) {
         if let Some(mirror) = self.tasks.get_mut(task.slot()) {
-            mirror.events = 0;
-            mirror.history = Vec::new();
+            if let Mirror::Live(live) = mirror {
+                *mirror = Mirror::Compacted {
+                    status: live.status,
+                    version: live.version,
+                };
+            }
         }
     }
 
@@ -264,19 +276,49 @@ impl World {
         }
     }
 
-    fn mirror(&mut self, task: TaskId) -> &mut TaskMirror {
+    fn mirror(&mut self, task: TaskId) -> &mut Mirror {
         while self.checker.tasks.len() <= task.slot() {
             let id = TaskId(self.checker.tasks.len() as u32 + 1);
             let row = self.db.task(id);
-            self.checker.tasks.push(TaskMirror {
+            let mut history = Vec::with_capacity(3);
+            history.push(initial_state(row.state.task_id.clone()));
+            self.checker.tasks.push(Mirror::Live(Box::new(TaskMirror {
                 status: Status::Queued,
                 version: 0,
                 events: 0,
                 replay: initial_state(row.state.task_id.clone()),
-                history: vec![initial_state(row.state.task_id.clone())],
-            });
+                history,
+            })));
         }
         &mut self.checker.tasks[task.slot()]
+    }
+
+    /// A compacted task can only stay as it was: same status, same
+    /// version, no history.
+    fn check_compacted(&self, task: TaskId, status: Status, version: i64) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        if row.state.status != status {
+            return Err(Fired {
+                invariant: "terminal-never-reopens",
+                message: format!(
+                    "{task} was {} and is now {}",
+                    status.as_str(),
+                    row.state.status.as_str()
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        if row.state.version != version || !row.events.is_empty() {
+            return Err(Fired {
+                invariant: "version-step-one",
+                message: format!(
+                    "compacted {task} moved from v{version} to v{}",
+                    row.state.version
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        Ok(())
     }
 
     fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
@@ -307,7 +349,9 @@ impl World {
         answer: Answer,
         at: u64,
     ) -> Result<(), Fired> {
-        let record = self.intents[intent.slot()].clone();
+        let Some(record) = self.intents[intent.slot()].clone() else {
+            return Ok(());
+        };
         if let Answer::Accepted(task) = answer {
             let row = self.db.task(task);
             if row.fingerprint != record.fingerprint {
@@ -346,7 +390,8 @@ impl World {
                     .idempotency
                     .get(&record.key)
                     .map_or(at, |record| record.committed_ms);
-                self.intents[intent.slot()].first = Some(crate::world::IntentAnswer {
+                let intent_row = self.intents[intent.slot()].as_mut().expect("read above");
+                intent_row.first = Some(crate::world::IntentAnswer {
                     answer,
                     deadline_ms: committed + self.config.idempotency_ttl_ms,
                 });
@@ -410,9 +455,14 @@ impl World {
     /// replay-matches-state: the task's event history against its row.
     fn check_task_events(&mut self, task: TaskId) -> Result<(), Fired> {
         let policy = self.config.cancel_policy;
-        self.mirror(task);
+        if let Mirror::Compacted { status, version } = self.mirror(task) {
+            let (status, version) = (*status, *version);
+            return self.check_compacted(task, status, version);
+        }
         let row = &self.db.tasks[task.slot()];
-        let mirror = &self.checker.tasks[task.slot()];
+        let Mirror::Live(mirror) = &self.checker.tasks[task.slot()] else {
+            unreachable!("matched above");
+        };
         let seen = mirror.events;
         let (was, was_version) = (mirror.status, mirror.version);
         if was.is_terminal() && row.state.status != was {
@@ -523,7 +573,9 @@ impl World {
         for (id, sequence) in foreign {
             self.checker.event_ids.insert(id, (task, sequence));
         }
-        let mirror = &mut self.checker.tasks[task.slot()];
+        let Mirror::Live(mirror) = &mut self.checker.tasks[task.slot()] else {
+            unreachable!("matched above");
+        };
         mirror.status = status;
         mirror.version = version;
         mirror.events = events;
@@ -674,7 +726,9 @@ impl World {
         if row.state.version == version {
             return Some(row.state.clone());
         }
-        let mirror = self.mirror(task);
+        let Mirror::Live(mirror) = self.mirror(task) else {
+            return None;
+        };
         usize::try_from(version)
             .ok()
             .and_then(|v| mirror.history.get(v))

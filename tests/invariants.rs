@@ -114,7 +114,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         artifact: None,
         compacted: false,
     };
-    world.db.tasks.push(row);
+    world.db.tasks.push(Box::new(row));
     id
 }
 
@@ -154,6 +154,8 @@ fn fires_one_task_per_intent() {
     let mut world = happy();
     let intent = IntentId(1);
     let first = world.intents[intent.slot()]
+        .as_ref()
+        .expect("the intent is live")
         .first
         .expect("the intent was answered");
     assert_eq!(first.answer, Answer::Accepted(TASK));

@@ -81,7 +81,7 @@ pub fn valid_key(key: &str) -> bool {
 
 /// The input schema: an object with a string `doc`.
 pub fn valid_input(input: &Input) -> bool {
-    input.value.get("doc").is_some_and(|doc| doc.is_string())
+    input.valid
 }
 
 impl World {
@@ -412,7 +412,7 @@ impl World {
     ) -> TaskId {
         let id = self.db.next_task_id();
         let task_id: Text = id.to_string().into();
-        self.db.tasks.push(TaskRow {
+        self.db.tasks.push(Box::new(TaskRow {
             id,
             state: initial_state(task_id),
             key: key.clone(),
@@ -421,15 +421,16 @@ impl World {
             input_sha256: input.sha256,
             replay_of,
             created_ms: self.now,
-            events: Vec::new(),
+            // Most tasks have two events, one effect and three outbox rows.
+            events: Vec::with_capacity(2),
             snapshots: Vec::new(),
-            effects: Vec::new(),
+            effects: Vec::with_capacity(1),
             lease: None,
-            outbox_rows: Vec::new(),
+            outbox_rows: Vec::with_capacity(3),
             redrives: 0,
             artifact: None,
             compacted: false,
-        });
+        }));
         if write_outbox {
             self.insert_work_row(id, WorkKind::TaskCreated, 1, self.now);
         }

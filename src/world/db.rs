@@ -23,9 +23,10 @@ pub const REDUCER_VERSION: &str = "task-reducer-v1";
 /// from it once.
 #[derive(Debug)]
 pub struct Input {
-    pub value: serde_json::Value,
     /// Its canonical JSON (keys sorted), what the hash and the transform read.
     pub canonical: String,
+    /// The schema holds: an object with a string `doc`.
+    pub valid: bool,
     pub sha256: Sha,
     /// The handler version the transform needs (`legacy-rtf` needs 2).
     pub handler_needed: u64,
@@ -474,7 +475,8 @@ pub const REJECTIONS_KEPT: usize = 10_000;
 #[derive(Debug, Default)]
 pub struct Db {
     /// Dense by task id: `tasks[id.slot()]`.
-    pub tasks: Vec<TaskRow>,
+    /// Boxed rows: the table grows by pointers, not by whole rows.
+    pub tasks: Vec<Box<TaskRow>>,
     pub idempotency: BTreeMap<Text, IdempotencyRecord>,
     /// Dense by outbox id; `None` once its task was compacted.
     outbox: Vec<Option<Box<OutboxRow>>>,
@@ -523,7 +525,7 @@ impl Db {
     }
 
     pub fn find_task(&self, id: TaskId) -> Option<&TaskRow> {
-        self.tasks.get(id.slot())
+        self.tasks.get(id.slot()).map(|row| &**row)
     }
 
     /// A row that was not compacted away.
@@ -549,10 +551,10 @@ impl Db {
 
     /// Frees a compacted task's row.
     pub fn drop_outbox_row(&mut self, id: OutboxId) {
-        if let Some(row) = self.outbox[id.slot()].take() {
-            if let Some(claimable) = row.claimable_ms {
-                self.unpublished.remove(&(claimable, id));
-            }
+        if let Some(row) = self.outbox[id.slot()].take()
+            && let Some(claimable) = row.claimable_ms
+        {
+            self.unpublished.remove(&(claimable, id));
         }
     }
 

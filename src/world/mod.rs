@@ -197,7 +197,10 @@ pub struct World {
     pub workers: Vec<Worker>,
     pub projector: Projector,
     pub reconciler: Reconciler,
-    pub intents: Vec<Intent>,
+    /// Boxed so the table grows by pointers, not by whole intents.
+    /// `None` once its key's record outlived its TTL: no request can be
+    /// judged against it any more.
+    pub intents: Vec<Option<Box<Intent>>>,
     intent_index: BTreeMap<(Text, crate::hash::Sha), IntentId>,
     pub trace: Trace,
     pub checker: Checker,
@@ -658,12 +661,12 @@ impl World {
             return *id;
         }
         let id = IntentId(self.intents.len() as u32 + 1);
-        self.intents.push(Intent {
+        self.intents.push(Some(Box::new(Intent {
             key: key.clone(),
             fingerprint,
             first: None,
             replay: false,
-        });
+        })));
         self.intent_index.insert((key.clone(), fingerprint), id);
         id
     }
@@ -671,7 +674,9 @@ impl World {
     /// A retry after a record's retention ended is a new intent: the key
     /// and input no longer join it to the old one.
     pub fn forget_intent_key(&mut self, key: &Text, fingerprint: crate::hash::Sha) {
-        self.intent_index.remove(&(key.clone(), fingerprint));
+        if let Some(id) = self.intent_index.remove(&(key.clone(), fingerprint)) {
+            self.intents[id.slot()] = None;
+        }
     }
 
     pub fn new_delivery_id(&mut self) -> u64 {
@@ -702,9 +707,10 @@ impl World {
         } else {
             1
         };
+        let valid = value.get("doc").is_some_and(|doc| doc.is_string());
         Arc::new(Input {
-            value,
             canonical,
+            valid,
             sha256,
             handler_needed,
         })

@@ -415,6 +415,9 @@ impl World {
         }
         self.cache.entries.remove(&task);
         self.projector.models.remove(&task);
+        for client in 0..self.clients.len() as u16 {
+            self.highest_seen.remove(&(client, task));
+        }
         self.checker.forget_history(task);
     }
 }
