@@ -161,13 +161,13 @@ impl Checker {
     /// A compacted task's history is gone: keep what judges it from now on
     /// (its status, version and the state its events folded to).
     pub fn forget_history(&mut self, task: TaskId) {
-        if let Some(mirror) = self.tasks.get_mut(task.slot()) {
-            if let Mirror::Live(live) = mirror {
-                *mirror = Mirror::Compacted {
-                    status: live.status,
-                    version: live.version,
-                };
-            }
+        if let Some(mirror) = self.tasks.get_mut(task.slot())
+            && let Mirror::Live(live) = mirror
+        {
+            *mirror = Mirror::Compacted {
+                status: live.status,
+                version: live.version,
+            };
         }
     }
 
