@@ -132,6 +132,12 @@ enum Mirror {
     Compacted { status: Status, version: i64 },
 }
 
+#[derive(Clone, Debug, Default)]
+struct KeyLife {
+    tasks: Vec<TaskId>,
+    recorded: bool,
+}
+
 /// How the worker found a delivery when it registered it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum DeliveryClass {
@@ -150,10 +156,10 @@ pub struct Checker {
     deliveries: BTreeMap<u64, DeliveryClass>,
     /// Tasks created under each key, and since when the key's current
     /// record epoch runs (a record's deletion opens a new epoch).
-    key_tasks: BTreeMap<Text, Vec<TaskId>>,
-    key_epoch: BTreeMap<Text, u64>,
-    /// Keys whose record the checker has seen alive.
-    key_recorded: std::collections::BTreeSet<Text>,
+    /// Per key: the tasks created under it since its last record ended, and
+    /// whether a record for it has been seen alive. A record that lived and
+    /// is gone ends the key's epoch and its entry: memory follows live keys.
+    keys: BTreeMap<Text, KeyLife>,
     accepted_creates: u64,
 }
 
@@ -326,7 +332,7 @@ impl World {
         let key = row.key.clone();
         let replay = row.replay_of.is_some();
         self.mirror(task);
-        self.checker.key_tasks.entry(key).or_default().push(task);
+        self.checker.keys.entry(key).or_default().tasks.push(task);
         if !replay {
             self.checker.accepted_creates += 1;
             if self.checker.accepted_creates > self.db.quota_total {
@@ -415,30 +421,19 @@ impl World {
         let Some(record) = self.db.idempotency.get(key) else {
             // A record that lived and is gone opens a new epoch: a task
             // created under the key from now on is a new intent's.
-            if self.checker.key_recorded.remove(key) {
-                self.checker.key_epoch.insert(key.clone(), self.now);
+            if self.checker.keys.get(key).is_some_and(|life| life.recorded) {
+                self.checker.keys.remove(key);
             }
             return Ok(());
         };
-        self.checker.key_recorded.insert(key.clone());
-        let epoch = self.checker.key_epoch.get(key).copied().unwrap_or(0);
         let named = match record.answer {
             Answer::Accepted(task) => Some(task),
             Answer::Refused(_) => None,
         };
-        let others: Vec<TaskId> = self
-            .checker
-            .key_tasks
-            .get(key)
-            .map(|tasks| {
-                tasks
-                    .iter()
-                    .copied()
-                    .filter(|task| Some(*task) != named && self.db.task(*task).created_ms >= epoch)
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(other) = others.first() {
+        let life = self.checker.keys.entry(key.clone()).or_default();
+        life.recorded = true;
+        let other = life.tasks.iter().copied().find(|task| Some(*task) != named);
+        if let Some(other) = other {
             return Err(Fired {
                 invariant: "one-task-per-key",
                 message: format!(
@@ -664,7 +659,9 @@ impl World {
                         .store
                         .get(token)
                         .and_then(|o| o.current())
-                        .is_some_and(|v| hex(&v.bytes_sha256) == *artifact_hex)
+                        .is_some_and(|v| {
+                            crate::hash::parse_sha_hex(&artifact_hex) == Some(v.bytes_sha256)
+                        })
             });
             if !ok {
                 return Err(Fired {

@@ -231,7 +231,7 @@ impl World {
                 lease_until_ms,
             } => EventBody::TaskStarted {
                 attempt: i64::from(attempt),
-                worker_id: worker.to_string().into(),
+                worker_id: self.actor_name(worker),
                 lease_until_epoch_ms: lease_until_ms as i64,
             },
             Command::RequestCancellation { reason, .. } => EventBody::CancellationRequested {

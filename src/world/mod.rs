@@ -222,6 +222,7 @@ pub struct World {
     /// confirm), carried out once the step is recorded.
     crash_now: Option<ActorId>,
     next_delivery: u64,
+    worker_names: Vec<Text>,
     /// What a compacted task's row points at instead of its input.
     pub compacted_input: Arc<Input>,
     broker_poke_at: Option<u64>,
@@ -307,6 +308,9 @@ impl World {
             crash_now: None,
             next_delivery: 0,
             compacted_input: World::input(serde_json::Value::Null),
+            worker_names: (0..config.workers)
+                .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
+                .collect(),
             broker_poke_at: None,
             next_worker: 0,
             config,
@@ -669,6 +673,14 @@ impl World {
         })));
         self.intent_index.insert((key.clone(), fingerprint), id);
         id
+    }
+
+    /// An actor's name as shared text (events name workers): made once.
+    pub fn actor_name(&self, actor: ActorId) -> Text {
+        match actor.kind {
+            ActorKind::Worker => self.worker_names[actor.index as usize].clone(),
+            _ => actor.to_string().into(),
+        }
     }
 
     /// A retry after a record's retention ended is a new intent: the key

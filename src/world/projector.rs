@@ -13,7 +13,7 @@ use crate::hash::Sha;
 use crate::mutants::Mutant;
 use crate::task::json::state_sha256;
 use crate::task::replay::fold;
-use crate::task::{TaskEvent, TaskState, Text, Transition, initial_state};
+use crate::task::{RejectReason, TaskEvent, TaskState, Text, Transition, initial_state};
 
 use super::broker::Delivery;
 use super::db::{Payload, ReviewReason};
@@ -310,43 +310,29 @@ impl World {
     /// Applies one event to the model of its task (lesson 003 §7).
     fn apply_to_model(&mut self, task: TaskId, event: &TaskEvent) -> Applied {
         let payload_sha256 = crate::task::json::event_payload_sha256(event);
-        let model = self
+        let state = self
             .projector
             .models
             .entry(task)
             .or_insert_with(|| Model {
                 state: initial_state(event.task_id.clone()),
-                applied: Vec::new(),
+                applied: Vec::with_capacity(3),
             })
+            .state
             .clone();
-        let version = model.state.version;
-        if event.sequence <= version {
-            let seen = usize::try_from(event.sequence - 1)
-                .ok()
-                .and_then(|index| model.applied.get(index));
-            return match seen {
-                Some((id, hash)) if *id == event.event_id && *hash == payload_sha256 => {
-                    Applied::Duplicate
-                }
-                Some((id, _)) if *id == event.event_id => {
-                    self.record_rejection(task, event, "EVENT_ID_PAYLOAD_CONFLICT");
-                    Applied::Conflict("EVENT_ID_PAYLOAD_CONFLICT")
-                }
-                _ => {
-                    self.record_rejection(task, event, "HISTORY_CONFLICT");
-                    self.sometimes("history-conflict-reported");
-                    Applied::Conflict("HISTORY_CONFLICT")
-                }
-            };
-        }
-        let mut base = model.state.clone();
-        if event.sequence > version + 1 {
-            if self.mutant != Some(Mutant::SkipSequenceGaps) {
-                return Applied::Gap;
+        // The state machine judges the order first (lesson 003 §7): an old
+        // sequence is a duplicate or a history conflict, a gap is refetched.
+        let result = match self.run_transition(&state, event) {
+            Transition::Rejected {
+                reason: RejectReason::SequenceGap,
+            } if self.mutant == Some(Mutant::SkipSequenceGaps) => {
+                let mut forced = state;
+                forced.version = event.sequence - 1;
+                self.run_transition(&forced, event)
             }
-            base.version = event.sequence - 1;
-        }
-        match self.run_transition(&base, event) {
+            other => other,
+        };
+        match result {
             Transition::Accepted { next, .. } => {
                 let model = self
                     .projector
@@ -361,6 +347,31 @@ impl World {
                 self.touched.projection.push(task);
                 Applied::Fresh
             }
+            Transition::Rejected {
+                reason: RejectReason::DuplicateOrOldSequence,
+            } => {
+                let model = &self.projector.models[&task];
+                let seen = usize::try_from(event.sequence - 1)
+                    .ok()
+                    .and_then(|index| model.applied.get(index));
+                match seen {
+                    Some((id, hash)) if *id == event.event_id && *hash == payload_sha256 => {
+                        Applied::Duplicate
+                    }
+                    Some((id, _)) if *id == event.event_id => {
+                        self.record_rejection(task, event, "EVENT_ID_PAYLOAD_CONFLICT");
+                        Applied::Conflict("EVENT_ID_PAYLOAD_CONFLICT")
+                    }
+                    _ => {
+                        self.record_rejection(task, event, "HISTORY_CONFLICT");
+                        self.sometimes("history-conflict-reported");
+                        Applied::Conflict("HISTORY_CONFLICT")
+                    }
+                }
+            }
+            Transition::Rejected {
+                reason: RejectReason::SequenceGap,
+            } => Applied::Gap,
             Transition::Rejected { reason } => {
                 self.record_rejection(task, event, reason.as_str());
                 Applied::Conflict(reason.as_str())

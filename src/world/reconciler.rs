@@ -415,6 +415,7 @@ impl World {
         }
         self.cache.entries.remove(&task);
         self.projector.models.remove(&task);
+        self.store.by_task.remove(&task);
         for client in 0..self.clients.len() as u16 {
             self.highest_seen.remove(&(client, task));
         }

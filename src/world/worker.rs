@@ -93,7 +93,8 @@ pub struct Job {
 pub struct Worker {
     pub life: Life,
     pub phase: WorkerPhase,
-    pub job: Option<Job>,
+    /// Boxed: it moves out and back every step.
+    pub job: Option<Box<Job>>,
     /// Deliveries handed over, by arrival time.
     pub mailbox: Vec<(u64, u64, Delivery)>,
 }
@@ -228,7 +229,7 @@ impl World {
     }
 
     /// After a step: record it, then go on to the next phase or fall idle.
-    fn settle(&mut self, index: usize, job: Job, next: Step) {
+    fn settle(&mut self, index: usize, job: Box<Job>, next: Step) {
         let crashed = self.crash_now.is_some();
         match next {
             Step::Next(phase, delay) if !crashed => {
@@ -297,7 +298,7 @@ impl World {
         let Payload::Work { task, attempt, .. } = delivery.payload else {
             unreachable!("workers only consume task-work");
         };
-        let mut job = Job {
+        let mut job = Box::new(Job {
             delivery_id,
             task,
             attempt,
@@ -315,7 +316,7 @@ impl World {
             result: None,
             fence: None,
             delivery,
-        };
+        });
         let actor = World::worker_actor(index);
         if self.mutant == Some(Mutant::AckBeforeProcess) {
             // Acks on receipt, then processes: a crash now loses the work.
