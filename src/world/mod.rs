@@ -149,7 +149,8 @@ impl Touched {
 /// Counts for summaries and coverage.
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
-    pub steps_by_action: BTreeMap<step::Action, u64>,
+    /// Steps by action, dense: `kind * Verb::ALL.len() + verb`.
+    pub steps_by_action: Vec<u64>,
     pub sometimes: BTreeMap<&'static str, u64>,
     pub transitions: BTreeMap<(crate::task::Status, crate::task::EventType), u64>,
     pub rejections: BTreeMap<&'static str, u64>,
@@ -297,7 +298,10 @@ impl World {
             intent_index: BTreeMap::new(),
             trace: Trace::new(),
             checker: Checker::default(),
-            counters: Counters::default(),
+            counters: Counters {
+                steps_by_action: vec![0; ActorKind::ALL.len() * Verb::ALL.len()],
+                ..Counters::default()
+            },
             violation: None,
             generator,
             workload_on: true,
@@ -581,7 +585,8 @@ impl World {
         let record = std::mem::replace(&mut self.rec, blank_record());
         let action = record.action();
         let actor = record.actor;
-        *self.counters.steps_by_action.entry(action).or_insert(0) += 1;
+        self.counters.steps_by_action
+            [action.kind as usize * Verb::ALL.len() + action.verb as usize] += 1;
         if let Err(error) = self.trace.push(record) {
             panic!("writing the trace failed: {error}");
         }

@@ -206,6 +206,7 @@ impl World {
         let (_, _, delivery) = self.projector.mailbox.remove(position);
         let event = event_of(&delivery);
         let task = delivery.task;
+        let payload_sha256 = delivery.payload_sha256;
         self.projector.current = Some(delivery);
         // A task it has no model of: new, or forgotten in a crash. Only a
         // projector that never crashed can take a first event at face
@@ -223,7 +224,7 @@ impl World {
             }
             self.rebuild(task);
             // The delivered event is now old news or next in line.
-            match self.apply_to_model(task, &event) {
+            match self.apply_to_model(task, &event, payload_sha256) {
                 Applied::Fresh | Applied::Gap => {}
                 Applied::Duplicate | Applied::Conflict(_) => {}
             }
@@ -234,7 +235,7 @@ impl World {
         self.rec.task = Some(task);
         self.rec.version = Some(event.sequence);
         self.rec.hash = Some(self.projector.current.as_ref().expect("set").payload_sha256);
-        match self.apply_to_model(task, &event) {
+        match self.apply_to_model(task, &event, payload_sha256) {
             Applied::Fresh => {
                 self.rec.outcome = "applied";
                 self.projector_after_apply(task);
@@ -308,8 +309,9 @@ impl World {
     }
 
     /// Applies one event to the model of its task (lesson 003 §7).
-    fn apply_to_model(&mut self, task: TaskId, event: &TaskEvent) -> Applied {
-        let payload_sha256 = crate::task::json::event_payload_sha256(event);
+    /// `payload_sha256` is the hash the message carried (the event store's
+    /// payload hash): the projector compares it, it does not recompute it.
+    fn apply_to_model(&mut self, task: TaskId, event: &TaskEvent, payload_sha256: Sha) -> Applied {
         let state = self
             .projector
             .models
@@ -386,17 +388,17 @@ impl World {
             .models
             .get(&task)
             .map_or(0, |model| model.state.version);
-        let missing: Vec<TaskEvent> = self
+        let missing: Vec<(TaskEvent, Sha)> = self
             .db
             .task(task)
             .events
             .iter()
             .filter(|stored| stored.event.sequence > version && stored.event.sequence <= through)
-            .map(|stored| stored.event.clone())
+            .map(|stored| (stored.event.clone(), stored.payload_sha256))
             .collect();
         self.rec.outcome = "refetched";
-        for event in missing {
-            if !matches!(self.apply_to_model(task, &event), Applied::Fresh) {
+        for (event, sha) in missing {
+            if !matches!(self.apply_to_model(task, &event, sha), Applied::Fresh) {
                 self.rec.outcome = "refetch-stopped";
                 break;
             }
