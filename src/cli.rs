@@ -50,6 +50,8 @@ pub enum Command {
     },
     /// Fuzz: random workloads and swarm-drawn faults over many seeds
     Fuzz {
+        #[command(subcommand)]
+        action: Option<FuzzAction>,
         /// First seed
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -77,6 +79,9 @@ pub enum Command {
         /// Run the I-th (0-based) of N disjoint slices of the seed range, as I/N
         #[arg(long, value_parser = parse_shard)]
         shard: Option<(u64, u64)>,
+        /// Print the summary as JSON (shards' JSON merges with `sim fuzz merge`)
+        #[arg(long)]
+        json: bool,
     },
     /// Benchmark fixed workloads (each in a fresh child process) and print speed, memory and the target ratios
     Bench {
@@ -145,6 +150,19 @@ pub enum Command {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum FuzzAction {
+    /// Merge `sim fuzz --json` summaries (of shards) into one report
+    Merge {
+        /// JSON summaries
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the merged summary as JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 fn parse_mutant(text: &str) -> Result<Mutant, String> {
     Mutant::parse(text).ok_or_else(|| "unknown mutant; `sim mutants` lists them".to_string())
 }
@@ -199,6 +217,11 @@ fn dispatch(command: Command) -> u8 {
             },
         ),
         Command::Fuzz {
+            action: Some(FuzzAction::Merge { files, json }),
+            ..
+        } => crate::fuzz::command::merge_command(&files, json),
+        Command::Fuzz {
+            action: None,
             seed,
             steps,
             runs,
@@ -208,6 +231,7 @@ fn dispatch(command: Command) -> u8 {
             out,
             quiet,
             shard,
+            json,
         } => crate::fuzz::command::fuzz_command(&crate::fuzz::command::FuzzOptions {
             seed,
             runs,
@@ -218,6 +242,7 @@ fn dispatch(command: Command) -> u8 {
             out,
             quiet,
             shard,
+            json,
         }),
         Command::Bench {
             json,

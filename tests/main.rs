@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod determinism;
+mod fuzz;
 mod input_errors;
 mod invariants;
 mod mutants;

@@ -1,17 +1,20 @@
-//! `sim fuzz`: a campaign over seeds with its summary: runs, steps, speed,
-//! the swarm draw (for one seed), faults by site and kind, invariant
-//! checks, coverage and "sometimes" targets, manual reviews, violations.
+//! `sim fuzz`: a campaign over seeds with its summary — runs, steps, speed,
+//! the swarm draw of a single seed, faults by site and kind, invariant
+//! checks, coverage and "sometimes" targets, manual reviews, violations —
+//! as text or as JSON, and `sim fuzz merge` to add up shards' JSON.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::error::{EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION};
-use crate::faults::{FaultKind, Site, catalogue};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{EXIT_INPUT, EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION, InputError};
+use crate::faults::{Site, catalogue};
 use crate::mutants::Mutant;
-use crate::report::{Coverage, RACES, SOMETIMES};
-use crate::task::{EventType, Status};
+use crate::report::{RACES, SOMETIMES};
+use crate::task::{EventType, RejectReason, Status};
 
 use super::campaign::{CampaignOptions, SeedResult, run_seeds};
 
@@ -26,77 +29,158 @@ pub struct FuzzOptions {
     pub out: Option<PathBuf>,
     pub quiet: bool,
     pub shard: Option<(u64, u64)>,
+    pub json: bool,
 }
 
-/// Everything a campaign adds up to.
-#[derive(Clone, Debug, Default)]
-pub struct Totals {
+/// A seed that failed, for the summary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub seed: u64,
+    /// The invariant that fired, or `converges`.
+    pub invariant: String,
+    pub step: u64,
+}
+
+/// Everything a campaign (or several shards of one) adds up to. Maps are
+/// keyed by stable names, so shards' JSON merges by adding.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
     pub runs: u64,
     pub steps: u64,
+    /// Wall-clock seconds the runs took, summed over shards.
+    pub seconds: f64,
     pub tasks_terminal: u64,
     pub checks: u64,
-    pub faults: BTreeMap<(Site, FaultKind), u64>,
-    pub sites: BTreeMap<Site, u64>,
-    pub sometimes: BTreeMap<&'static str, u64>,
-    pub transitions: BTreeMap<(Status, EventType), u64>,
-    pub rejections: BTreeMap<&'static str, u64>,
-    pub races: BTreeMap<&'static str, u64>,
-    pub review: BTreeMap<&'static str, u64>,
-    pub violations: Vec<(u64, String, u64)>,
-    pub not_converged: Vec<u64>,
+    pub faults: BTreeMap<String, u64>,
+    pub sites: BTreeMap<String, u64>,
+    pub sometimes: BTreeMap<String, u64>,
+    pub transitions: BTreeMap<String, u64>,
+    pub rejections: BTreeMap<String, u64>,
+    pub races: BTreeMap<String, u64>,
+    pub review: BTreeMap<String, u64>,
+    pub failures: Vec<Failure>,
     pub nondeterministic: Vec<u64>,
+    /// The seeds these runs covered, as `first..=last` ranges per shard.
+    pub seeds: Vec<String>,
 }
 
-impl Totals {
-    pub fn add(&mut self, result: &SeedResult) {
+fn add(into: &mut BTreeMap<String, u64>, key: String, n: u64) {
+    *into.entry(key).or_insert(0) += n;
+}
+
+impl Summary {
+    pub fn add_seed(&mut self, result: &SeedResult) {
         self.runs += 1;
         self.steps += result.steps;
         self.tasks_terminal += result.tasks_terminal;
         self.checks += result.checks;
-        for (key, n) in &result.faults {
-            *self.faults.entry(*key).or_insert(0) += n;
+        for ((site, kind), n) in &result.faults {
+            add(
+                &mut self.faults,
+                format!("{}/{}", site.as_str(), kind.as_str()),
+                *n,
+            );
         }
-        for (key, n) in &result.sites {
-            *self.sites.entry(*key).or_insert(0) += n;
+        for (site, n) in &result.sites {
+            add(&mut self.sites, site.as_str().to_string(), *n);
         }
         for (key, n) in &result.sometimes {
-            *self.sometimes.entry(key).or_insert(0) += n;
+            add(&mut self.sometimes, key.to_string(), *n);
         }
-        for (key, n) in &result.transitions {
-            *self.transitions.entry(*key).or_insert(0) += n;
+        for ((status, event), n) in &result.transitions {
+            add(
+                &mut self.transitions,
+                format!("{}/{}", status.as_str(), event.as_str()),
+                *n,
+            );
         }
         for (key, n) in &result.rejections {
-            *self.rejections.entry(key).or_insert(0) += n;
+            add(&mut self.rejections, key.to_string(), *n);
         }
         for (key, n) in &result.races {
-            *self.races.entry(key).or_insert(0) += n;
+            add(&mut self.races, key.to_string(), *n);
         }
         for (key, n) in &result.review {
-            *self.review.entry(key).or_insert(0) += n;
+            add(&mut self.review, key.to_string(), *n);
         }
         if let Some(violation) = &result.outcome.violation {
-            self.violations
-                .push((result.seed, violation.invariant.to_string(), violation.step));
+            self.failures.push(Failure {
+                seed: result.seed,
+                invariant: violation.invariant.to_string(),
+                step: violation.step,
+            });
         } else if !result.outcome.not_converged.is_empty() {
-            self.not_converged.push(result.seed);
+            self.failures.push(Failure {
+                seed: result.seed,
+                invariant: "converges".into(),
+                step: result.steps,
+            });
         }
         if result.nondeterminism.is_some() {
             self.nondeterministic.push(result.seed);
         }
     }
 
-    pub fn text(&self, seconds: f64) -> String {
+    /// Adds another summary (a shard) to this one.
+    pub fn merge(&mut self, other: &Summary) {
+        self.runs += other.runs;
+        self.steps += other.steps;
+        self.seconds += other.seconds;
+        self.tasks_terminal += other.tasks_terminal;
+        self.checks += other.checks;
+        for (into, from) in [
+            (&mut self.faults, &other.faults),
+            (&mut self.sites, &other.sites),
+            (&mut self.sometimes, &other.sometimes),
+            (&mut self.transitions, &other.transitions),
+            (&mut self.rejections, &other.rejections),
+            (&mut self.races, &other.races),
+            (&mut self.review, &other.review),
+        ] {
+            for (key, n) in from {
+                add(into, key.clone(), *n);
+            }
+        }
+        self.failures.extend(other.failures.iter().cloned());
+        self.failures.sort_by_key(|failure| failure.seed);
+        self.nondeterministic
+            .extend(other.nondeterministic.iter().copied());
+        self.nondeterministic.sort();
+        self.seeds.extend(other.seeds.iter().cloned());
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        let safety = self
+            .failures
+            .iter()
+            .any(|failure| failure.invariant != "converges");
+        if !self.nondeterministic.is_empty() || safety {
+            EXIT_VIOLATION
+        } else if !self.failures.is_empty() {
+            EXIT_NOT_CONVERGED
+        } else {
+            EXIT_OK
+        }
+    }
+
+    pub fn text(&self) -> String {
         let mut out = String::new();
-        let rate = if seconds > 0.0 {
-            self.steps as f64 / seconds
+        let rate = if self.seconds > 0.0 {
+            self.steps as f64 / self.seconds
         } else {
             0.0
         };
-        let _ = writeln!(out, "runs          {}", self.runs);
+        let _ = writeln!(
+            out,
+            "runs          {} (seeds {})",
+            self.runs,
+            self.seeds.join(", ")
+        );
         let _ = writeln!(
             out,
             "steps         {} ({:.0} steps/s over {:.2}s)",
-            self.steps, rate, seconds
+            self.steps, rate, self.seconds
         );
         let _ = writeln!(
             out,
@@ -106,12 +190,9 @@ impl Totals {
         let _ = writeln!(out, "checks        {} invariant checks", self.checks);
         let _ = writeln!(out, "faults injected by site/kind:");
         for (site, kind) in catalogue() {
-            let n = self.faults.get(&(site, kind)).copied().unwrap_or(0);
-            let _ = writeln!(
-                out,
-                "  {:<40} {n}",
-                format!("{}/{}", site.as_str(), kind.as_str())
-            );
+            let key = format!("{}/{}", site.as_str(), kind.as_str());
+            let n = self.faults.get(&key).copied().unwrap_or(0);
+            let _ = writeln!(out, "  {key:<40} {n}");
         }
         let reached: Vec<String> = Site::ALL
             .iter()
@@ -119,17 +200,31 @@ impl Totals {
                 format!(
                     "{} {}",
                     site.as_str(),
-                    self.sites.get(site).copied().unwrap_or(0)
+                    self.sites.get(site.as_str()).copied().unwrap_or(0)
                 )
             })
             .collect();
         let _ = writeln!(out, "fault sites reached: {}", reached.join(", "));
-        let coverage = Coverage::of(&self.transitions, &self.rejections, &self.races);
-        let _ = writeln!(out, "coverage      {}", coverage.line());
+        let pairs = Status::ALL.len() * EventType::ALL.len();
+        let seen_rejections = RejectReason::ALL
+            .iter()
+            .filter(|reason| self.rejections.contains_key(reason.as_str()))
+            .count();
+        let seen_races = RACES
+            .iter()
+            .filter(|race| self.races.contains_key(**race))
+            .count();
+        let _ = writeln!(
+            out,
+            "coverage      transitions {}/{pairs}, rejections {seen_rejections}/{}, races {seen_races}/{}",
+            self.transitions.len(),
+            RejectReason::ALL.len(),
+            RACES.len()
+        );
         let missing: Vec<&str> = RACES
             .iter()
             .copied()
-            .filter(|race| !self.races.contains_key(race))
+            .filter(|race| !self.races.contains_key(*race))
             .collect();
         if !missing.is_empty() {
             let _ = writeln!(out, "races not reached: {}", missing.join(", "));
@@ -158,16 +253,17 @@ impl Totals {
                 review.join(", ")
             }
         );
-        if self.violations.is_empty() {
+        if self.failures.is_empty() {
             let _ = writeln!(out, "violations    none");
         } else {
-            let _ = writeln!(out, "violations    {}", self.violations.len());
-            for (seed, invariant, step) in &self.violations {
-                let _ = writeln!(out, "  seed {seed}: {invariant} at step {step}");
+            let _ = writeln!(out, "failures      {}", self.failures.len());
+            for failure in &self.failures {
+                let _ = writeln!(
+                    out,
+                    "  seed {}: {} at step {}",
+                    failure.seed, failure.invariant, failure.step
+                );
             }
-        }
-        if !self.not_converged.is_empty() {
-            let _ = writeln!(out, "not converged seeds: {:?}", self.not_converged);
         }
         if !self.nondeterministic.is_empty() {
             let _ = writeln!(
@@ -202,9 +298,7 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     };
     let started = crate::stopwatch::Stopwatch::start();
     let terminal = std::io::stderr().is_terminal();
-    let mut done = 0u64;
-    let mut steps = 0u64;
-    let mut failures = 0u64;
+    let (mut done, mut steps, mut failing) = (0u64, 0u64, 0u64);
     let mut last_print = 0.0f64;
     let total = seeds.len();
     let quiet = options.quiet;
@@ -212,13 +306,13 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         done += 1;
         steps += result.steps;
         if result.outcome.violation.is_some() || !result.outcome.not_converged.is_empty() {
-            failures += 1;
+            failing += 1;
         }
         let elapsed = started.seconds();
         if !quiet && elapsed > 1.0 && (elapsed - last_print > 0.5 || done as usize == total) {
             last_print = elapsed;
             let line = format!(
-                "fuzz: {done}/{total} seeds, {:.0} steps/s, {failures} failing",
+                "fuzz: {done}/{total} seeds, {:.0} steps/s, {failing} failing",
                 steps as f64 / elapsed
             );
             let mut err = std::io::stderr();
@@ -232,19 +326,33 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     if !quiet && terminal && started.seconds() > 1.0 {
         eprintln!();
     }
-    let seconds = started.seconds();
-    let mut totals = Totals::default();
-    for result in &results {
-        totals.add(result);
+    let mut summary = Summary {
+        seconds: started.seconds(),
+        ..Summary::default()
+    };
+    if let (Some(first), Some(last)) = (seeds.first(), seeds.last()) {
+        summary.seeds.push(match options.shard {
+            Some((index, count)) => format!("{first}..={last} shard {index}/{count}"),
+            None => format!("{first}..={last}"),
+        });
     }
-    if let Some(first) = results.first()
-        && results.len() == 1
-    {
-        print!("{}", first.draw.describe());
+    for result in &results {
+        summary.add_seed(result);
+    }
+    if options.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).expect("a summary serializes")
+        );
+        return summary.exit_code();
+    }
+    if results.len() == 1 {
+        print!("{}", results[0].draw.describe());
     }
     for result in &results {
         if let Some(report) = &result.report {
             println!("\nseed {}:", result.seed);
+            print!("{}", result.draw.describe());
             print!("{report}");
             if let Some(path) = &result.repro {
                 println!("  reproducer written: {}", path.display());
@@ -254,12 +362,39 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
             println!("\nNONDETERMINISM {difference}");
         }
     }
-    print!("{}", totals.text(seconds));
-    if !totals.nondeterministic.is_empty() || !totals.violations.is_empty() {
-        EXIT_VIOLATION
-    } else if !totals.not_converged.is_empty() {
-        EXIT_NOT_CONVERGED
-    } else {
-        EXIT_OK
+    print!("{}", summary.text());
+    summary.exit_code()
+}
+
+/// `sim fuzz merge FILES…`: one report from shards' `--json` summaries.
+pub fn merge_command(files: &[PathBuf], json: bool) -> u8 {
+    let mut total = Summary::default();
+    for file in files {
+        match read_summary(file) {
+            Ok(summary) => total.merge(&summary),
+            Err(error) => {
+                eprintln!("{error}");
+                return EXIT_INPUT;
+            }
+        }
     }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&total).expect("a summary serializes")
+        );
+    } else {
+        print!("{}", total.text());
+    }
+    total.exit_code()
+}
+
+fn read_summary(path: &Path) -> Result<Summary, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| InputError::new(format!("cannot read: {error}")).in_file(path))?;
+    serde_json::from_str(&text).map_err(|error| {
+        InputError::new(format!("expected a `sim fuzz --json` summary: {error}"))
+            .in_file(path)
+            .at(error.line(), error.column())
+    })
 }
