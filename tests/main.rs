@@ -7,6 +7,7 @@ mod fuzz;
 mod input_errors;
 mod invariants;
 mod mutants;
+mod readme;
 mod scenarios;
 mod tidy;
 mod transition;
