@@ -123,13 +123,13 @@ fn record(world: &mut World, key: &str, task: TaskId) {
     let fingerprint = world.db.task(task).fingerprint;
     world.db.idempotency.insert(
         Text::from(key),
-        IdempotencyRecord {
+        Box::new(IdempotencyRecord {
             key: Text::from(key),
             fingerprint,
             state: RecordState::Succeeded,
             answer: Answer::Accepted(task),
             committed_ms: world.now,
-        },
+        }),
     );
 }
 
@@ -571,7 +571,7 @@ fn inbox_row(world: &World) -> InboxRow {
         .expect("the worker registered a delivery")
         .clone();
     assert!(row.state.is_final());
-    row
+    *row
 }
 
 fn act(world: &mut World, touch: DeliveryTouch) -> Option<&'static str> {

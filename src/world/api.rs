@@ -384,13 +384,13 @@ impl World {
         self.touched.keys.push(key.clone());
         self.db.idempotency.insert(
             key.clone(),
-            IdempotencyRecord {
+            Box::new(IdempotencyRecord {
                 key: key.clone(),
                 fingerprint,
                 state,
                 answer,
                 committed_ms: self.now,
-            },
+            }),
         );
         let keep = if self.mutant == Some(Mutant::EarlyIdempotencyExpiry) {
             (self.config.idempotency_ttl_ms / 1000).max(1)

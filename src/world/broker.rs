@@ -72,7 +72,8 @@ pub fn is_transient(code: &str) -> bool {
 
 #[derive(Debug, Default)]
 pub struct Broker {
-    pub entries: BTreeMap<EntryId, Entry>,
+    /// Boxed values: B-tree nodes move pointers, not whole entries.
+    pub entries: BTreeMap<EntryId, Box<Entry>>,
     /// Ready entries per topic, by (visible time, entry id).
     ready: [BTreeSet<(u64, EntryId)>; 2],
     /// In-flight entries by visibility deadline.
@@ -109,7 +110,7 @@ impl Broker {
         let id = EntryId(self.next_entry);
         self.entries.insert(
             id,
-            Entry {
+            Box::new(Entry {
                 id,
                 topic,
                 message,
@@ -119,7 +120,7 @@ impl Broker {
                 deliveries: 0,
                 state: EntryState::Ready { visible_ms },
                 last_error: None,
-            },
+            }),
         );
         self.ready[topic_slot(topic)].insert((visible_ms, id));
         id

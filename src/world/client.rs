@@ -108,7 +108,7 @@ impl World {
             .map_or(id.0 as u16 % apis, |api| api.min(apis - 1));
         self.outgoing.insert(
             id,
-            Outgoing {
+            Box::new(Outgoing {
                 id,
                 client,
                 op,
@@ -116,7 +116,7 @@ impl World {
                 sends: 0,
                 next_api: first_api,
                 incarnation: life.incarnation,
-            },
+            }),
         );
         self.begin(ActorId::new(ActorKind::Client, client), Verb::Send);
         self.send(id);
@@ -143,7 +143,7 @@ impl World {
         let incarnation = self.apis[api as usize].incarnation;
         self.calls.insert(
             call_id,
-            Call {
+            Box::new(Call {
                 request: id,
                 op,
                 intent,
@@ -151,7 +151,7 @@ impl World {
                 incarnation,
                 phase: ApiPhase::Arrive,
                 send,
-            },
+            }),
         );
         let arrive = self.now + self.latency();
         self.schedule(arrive, Wake::Call(call_id));
@@ -182,10 +182,8 @@ impl World {
         }
         self.begin(actor, Verb::Retry);
         if self.mutant == Some(Mutant::ClientNewKeyOnRetry)
-            && let Some(Outgoing {
-                op: ClientOp::Create { key, .. },
-                ..
-            }) = self.outgoing.get_mut(&id)
+            && let Some(ClientOp::Create { key, .. }) =
+                self.outgoing.get_mut(&id).map(|o| &mut o.op)
         {
             *key = format!("{key}-r{send}").into();
         }

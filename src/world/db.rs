@@ -477,12 +477,12 @@ pub struct Db {
     /// Dense by task id: `tasks[id.slot()]`.
     /// Boxed rows: the table grows by pointers, not by whole rows.
     pub tasks: Vec<Box<TaskRow>>,
-    pub idempotency: BTreeMap<Text, IdempotencyRecord>,
+    pub idempotency: BTreeMap<Text, Box<IdempotencyRecord>>,
     /// Dense by outbox id; `None` once its task was compacted.
     outbox: Vec<Option<Box<OutboxRow>>>,
     /// Unpublished rows by the time they may next be claimed.
     pub unpublished: BTreeSet<(u64, OutboxId)>,
-    pub inbox: BTreeMap<OutboxId, InboxRow>,
+    pub inbox: BTreeMap<OutboxId, Box<InboxRow>>,
     pub quota_remaining: u64,
     pub quota_total: u64,
     pub manual_review: Vec<ReviewItem>,

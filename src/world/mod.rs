@@ -185,12 +185,12 @@ pub struct World {
     /// Every request issued so far, scripted or generated (reproducers).
     pub requests: Vec<Request>,
     /// Requests clients are still waiting on.
-    pub outgoing: BTreeMap<RequestId, Outgoing>,
+    pub outgoing: BTreeMap<RequestId, Box<Outgoing>>,
     next_request: u32,
     /// The highest version of each task each client has read: a reader
     /// keeps the newer view (lesson 000 §13.6).
     pub highest_seen: BTreeMap<(u16, TaskId), i64>,
-    pub calls: BTreeMap<u64, Call>,
+    pub calls: BTreeMap<u64, Box<Call>>,
     next_call: u64,
     pub clients: Vec<Life>,
     pub apis: Vec<Life>,
@@ -648,6 +648,12 @@ impl World {
         }
         life.up = true;
         self.begin(actor, Verb::Restart);
+        if actor.kind == ActorKind::Projector {
+            // Its restart reads how many tasks exist: those it may have
+            // known before the crash (one read of the task table).
+            self.projector.watermark = self.db.tasks.len() as u32;
+            self.rec.version = Some(i64::from(self.projector.watermark));
+        }
         self.finish();
         match actor.kind {
             ActorKind::Worker | ActorKind::Projector => self.poke_broker(self.now),

@@ -51,10 +51,13 @@ pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,
     pub current: Option<Delivery>,
-    pub models: BTreeMap<TaskId, Model>,
+    pub models: BTreeMap<TaskId, Box<Model>>,
     /// Deliveries handed over: (arrival, order, delivery).
     pub mailbox: Vec<(u64, u64, Delivery)>,
     next_order: u64,
+    /// The highest task id that existed when it last restarted: it may have
+    /// known those tasks and forgotten them.
+    pub watermark: u32,
 }
 
 impl Projector {
@@ -66,6 +69,7 @@ impl Projector {
             models: BTreeMap::new(),
             mailbox: Vec::new(),
             next_order: 0,
+            watermark: 0,
         }
     }
 
@@ -208,10 +212,11 @@ impl World {
         let task = delivery.task;
         let payload_sha256 = delivery.payload_sha256;
         self.projector.current = Some(delivery);
-        // A task it has no model of: new, or forgotten in a crash. Only a
-        // projector that never crashed can take a first event at face
-        // value; after a restart it cannot tell, so it rebuilds.
-        let may_have_forgotten = event.sequence > 1 || self.projector.life.incarnation > 1;
+        // A task it has no model of: new, or forgotten in a crash. A task
+        // created after the projector's restart (above the watermark it
+        // read then) is new, and its first event is taken at face value;
+        // any other task is rebuilt from the store.
+        let may_have_forgotten = event.sequence > 1 || task.0 <= self.projector.watermark;
         if !self.projector.models.contains_key(&task) && may_have_forgotten {
             self.begin(ActorId::PROJECTOR, Verb::Rebuild);
             self.rec.task = Some(task);
@@ -316,9 +321,11 @@ impl World {
             .projector
             .models
             .entry(task)
-            .or_insert_with(|| Model {
-                state: initial_state(event.task_id.clone()),
-                applied: Vec::with_capacity(3),
+            .or_insert_with(|| {
+                Box::new(Model {
+                    state: initial_state(event.task_id.clone()),
+                    applied: Vec::with_capacity(3),
+                })
             })
             .state
             .clone();
@@ -464,7 +471,9 @@ impl World {
         };
         self.rec.outcome = outcome;
         self.rec.version = Some(state.version);
-        self.projector.models.insert(task, Model { state, applied });
+        self.projector
+            .models
+            .insert(task, Box::new(Model { state, applied }));
         self.touched.projection.push(task);
         self.sometimes("projection-rebuilt");
     }

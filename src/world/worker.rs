@@ -399,7 +399,7 @@ impl World {
             _ => {
                 self.db.inbox.insert(
                     message,
-                    InboxRow {
+                    Box::new(InboxRow {
                         message,
                         payload_sha256: hash,
                         state: InboxState::Processing,
@@ -407,7 +407,7 @@ impl World {
                         lease,
                         first_seen_ms: now,
                         completed_ms: None,
-                    },
+                    }),
                 );
             }
         }
@@ -1158,7 +1158,11 @@ impl World {
 
     /// Copies the poison message to the dead-letter queue.
     fn worker_dead_letter(&mut self, job: &mut Job, code: &'static str) -> Step {
-        let entry = self.broker.entries.get(&job.delivery.entry).cloned();
+        let entry = self
+            .broker
+            .entries
+            .get(&job.delivery.entry)
+            .map(|e| (**e).clone());
         let entry = entry.unwrap_or_else(|| super::broker::Entry {
             id: job.delivery.entry,
             topic: job.delivery.topic,
