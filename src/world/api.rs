@@ -91,7 +91,7 @@ impl World {
         };
         let life = self.apis[call.api as usize];
         if !life.up || life.incarnation != call.incarnation {
-            self.calls.remove(&call_id);
+            self.remove_call(call_id);
             return false;
         }
         let actor = ActorId::new(ActorKind::Api, call.api);
@@ -226,10 +226,18 @@ impl World {
                 self.schedule(at, Wake::Call(call_id));
             }
             _ => {
-                self.calls.remove(&call_id);
+                self.remove_call(call_id);
             }
         }
         true
+    }
+
+    fn remove_call(&mut self, call_id: u64) {
+        if let Some(call) = self.calls.remove(&call_id)
+            && call.op.targets_task()
+        {
+            self.calls_by_task -= 1;
+        }
     }
 
     /// The answer an intent got, for ground truth.

@@ -85,6 +85,9 @@ pub struct Broker {
     pub published: u64,
     /// A dead letter arrived: the reconciler re-plans its next wake.
     pub dead_letters_changed: bool,
+    /// Live entries per task, so "does the broker still carry this task?"
+    /// costs a lookup, not a walk over every entry.
+    per_task: BTreeMap<TaskId, u32>,
 }
 
 fn topic_slot(topic: Topic) -> usize {
@@ -108,6 +111,7 @@ impl Broker {
         self.next_entry += 1;
         self.published += 1;
         let id = EntryId(self.next_entry);
+        *self.per_task.entry(task).or_insert(0) += 1;
         self.entries.insert(
             id,
             Box::new(Entry {
@@ -182,6 +186,7 @@ impl Broker {
         match self.entries.remove(&id) {
             Some(entry) => {
                 self.unindex(&entry);
+                self.forget_task_entry(entry.task);
                 true
             }
             None => false,
@@ -223,6 +228,7 @@ impl Broker {
     ) -> DeadLetterId {
         let entry = self.entries.remove(&id).expect("entry exists");
         self.unindex(&entry);
+        self.forget_task_entry(entry.task);
         self.push_dead_letter(&entry, error_code, handler_version, now)
     }
 
@@ -256,6 +262,20 @@ impl Broker {
 
     pub fn dead_letter_by_id(&self, id: DeadLetterId) -> Option<&DeadLetter> {
         self.dead_letters.get(id.slot())
+    }
+
+    fn forget_task_entry(&mut self, task: TaskId) {
+        if let Some(count) = self.per_task.get_mut(&task) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_task.remove(&task);
+            }
+        }
+    }
+
+    /// Whether any live entry is about `task`.
+    pub fn carries_task(&self, task: TaskId) -> bool {
+        self.per_task.contains_key(&task)
     }
 
     /// Entries not yet acked, in either topic.

@@ -40,6 +40,18 @@ impl ClientOp {
             ClientOp::Cancel { target: Target::Task(t) } | ClientOp::Read { target: Target::Task(t) } if *t == task
         )
     }
+
+    /// Whether this operation names a task by id at all.
+    pub fn targets_task(&self) -> bool {
+        matches!(
+            self,
+            ClientOp::Cancel {
+                target: Target::Task(_)
+            } | ClientOp::Read {
+                target: Target::Task(_)
+            }
+        )
+    }
 }
 
 /// A request a client has sent and is waiting on (volatile client state).
@@ -140,6 +152,9 @@ impl World {
         self.rec.outcome = outcome;
         let (op, intent) = (outgoing.op.clone(), outgoing.intent);
         let call_id = self.next_call_id();
+        if op.targets_task() {
+            self.calls_by_task += 1;
+        }
         let incarnation = self.apis[api as usize].incarnation;
         self.calls.insert(
             call_id,

@@ -191,6 +191,9 @@ pub struct World {
     /// keeps the newer view (lesson 000 §13.6).
     pub highest_seen: BTreeMap<(u16, TaskId), i64>,
     pub calls: BTreeMap<u64, Box<Call>>,
+    /// Calls in flight that name a task by id (not by key): rare, and the
+    /// only calls compaction must wait for.
+    pub calls_by_task: u32,
     next_call: u64,
     pub clients: Vec<Life>,
     pub apis: Vec<Life>,
@@ -285,6 +288,7 @@ impl World {
             next_request: 0,
             highest_seen: BTreeMap::new(),
             calls: BTreeMap::new(),
+            calls_by_task: 0,
             next_call: 0,
             clients: vec![Life::new(); config.clients as usize],
             apis: vec![Life::new(); config.apis as usize],
@@ -627,7 +631,14 @@ impl World {
         match actor.kind {
             // A client's pending requests die with its incarnation.
             ActorKind::Client => {}
-            ActorKind::Api => self.calls.retain(|_, call| call.api != index as u16),
+            ActorKind::Api => {
+                self.calls.retain(|_, call| call.api != index as u16);
+                self.calls_by_task = self
+                    .calls
+                    .values()
+                    .filter(|call| call.op.targets_task())
+                    .count() as u32;
+            }
             ActorKind::Publisher => self.publishers[index].wipe(),
             ActorKind::Worker => self.workers[index].wipe(),
             ActorKind::Projector => self.projector.wipe(),

@@ -379,7 +379,7 @@ impl World {
     /// anything still carries (a broker entry, a delivery on its way, an
     /// actor's job) is left whole.
     pub fn compact_task(&mut self, task: TaskId) {
-        let in_flight = self.broker.entries.values().any(|entry| entry.task == task)
+        let in_flight = self.broker.carries_task(task)
             || self
                 .projector
                 .current
@@ -394,7 +394,7 @@ impl World {
                 worker.job.as_ref().is_some_and(|job| job.task == task)
                     || worker.mailbox.iter().any(|(_, _, d)| d.task == task)
             })
-            || self.calls.values().any(|call| call.op.names(task));
+            || (self.calls_by_task > 0 && self.calls.values().any(|call| call.op.names(task)));
         if in_flight {
             return;
         }
