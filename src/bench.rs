@@ -110,13 +110,13 @@ pub fn workloads(quick: bool) -> Vec<Workload> {
         },
         Workload::Campaign {
             jobs: 1,
-            seeds: 8,
-            steps: scale(20_000),
+            seeds: 32,
+            steps: scale(10_000),
         },
         Workload::Campaign {
             jobs: 2,
-            seeds: 8,
-            steps: scale(20_000),
+            seeds: 32,
+            steps: scale(10_000),
         },
         Workload::Transition {
             lines: scale(1_000_000),
@@ -356,6 +356,11 @@ pub struct Figures {
     pub trace: &'static str,
     /// Seeds per second (campaigns) or lines per second (transition).
     pub units_per_second: f64,
+    /// Nanoseconds per step in each round, in round order (ratios pair
+    /// the workloads round by round).
+    pub ns_per_step_by_round: Vec<f64>,
+    /// Units per second in each round, in round order.
+    pub units_per_second_by_round: Vec<f64>,
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -413,7 +418,34 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
                 .map(|s| per_second(s.units, s.nanos))
                 .collect(),
         ),
+        ns_per_step_by_round: samples
+            .iter()
+            .map(|s| {
+                if s.steps == 0 {
+                    0.0
+                } else {
+                    s.nanos as f64 / s.steps as f64
+                }
+            })
+            .collect(),
+        units_per_second_by_round: samples
+            .iter()
+            .map(|s| per_second(s.units, s.nanos))
+            .collect(),
     }
+}
+
+/// The median over rounds of `a / b`, pairing the two workloads' samples
+/// round by round: both were measured minutes apart at most, under the same
+/// load, so a shared machine's drift cancels out of the ratio.
+fn paired_ratio(a: &[f64], b: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter(|(_, b)| **b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect();
+    (!ratios.is_empty()).then(|| median(ratios))
 }
 
 #[derive(Clone, Debug)]
@@ -456,20 +488,39 @@ fn sample_in_child(workload: &Workload, quick: bool) -> Sample {
 }
 
 pub fn bench_command(options: &BenchOptions) -> u8 {
-    let mut all = Vec::new();
-    for workload in workloads(options.quick) {
-        if !options.only.is_empty() && !options.only.contains(&workload.name()) {
-            continue;
-        }
-        let samples: Vec<Sample> = (0..options.repeat.max(1))
-            .map(|_| sample_in_child(&workload, options.quick))
-            .collect();
-        let result = figures(&workload, &samples);
-        if !options.json {
-            eprintln!("bench: {} done", result.name);
-        }
-        all.push(result);
+    let known: Vec<String> = workloads(options.quick)
+        .iter()
+        .map(Workload::name)
+        .collect();
+    if let Some(unknown) = options.only.iter().find(|name| !known.contains(name)) {
+        eprintln!(
+            "error: --only {unknown}: no such workload; expected one of: {}",
+            known.join(", ")
+        );
+        return EXIT_INPUT;
     }
+    let chosen: Vec<Workload> = workloads(options.quick)
+        .into_iter()
+        .filter(|w| options.only.is_empty() || options.only.contains(&w.name()))
+        .collect();
+    // Rounds, not one workload after another: each round measures every
+    // workload once, so a machine that slows down for a while slows every
+    // workload alike and the per-round ratios stay honest.
+    let rounds = options.repeat.max(1);
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::with_capacity(rounds); chosen.len()];
+    for round in 0..rounds {
+        for (workload, samples) in chosen.iter().zip(samples.iter_mut()) {
+            samples.push(sample_in_child(workload, options.quick));
+        }
+        if !options.json {
+            eprintln!("bench: round {} of {rounds} done", round + 1);
+        }
+    }
+    let all: Vec<Figures> = chosen
+        .iter()
+        .zip(&samples)
+        .map(|(workload, samples)| figures(workload, samples))
+        .collect();
     if options.json {
         println!(
             "{}",
@@ -490,6 +541,21 @@ pub fn report(all: &[Figures]) -> String {
         "workload", "steps", "steps/s", "spread (min-max)", "ns/step", "tasks/s", "peak RSS"
     );
     for f in all {
+        if f.steps == 0 {
+            // Not a simulation (the transition tool): its unit is lines.
+            let _ = writeln!(
+                out,
+                "{:<34} {:>9} {:>13.0} {:>21} {:>9} {:>11} {:>7.1}MB   (lines/s)",
+                f.name,
+                "-",
+                f.units_per_second,
+                "-",
+                "-",
+                "-",
+                f.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "{:<34} {:>9} {:>13.0} {:>10.0}-{:<10.0} {:>9.0} {:>11.0} {:>7.1}MB",
@@ -504,10 +570,11 @@ pub fn report(all: &[Figures]) -> String {
         );
     }
     let _ = writeln!(out);
-    let ratio = |a: Option<&Figures>, b: Option<&Figures>, f: fn(&Figures) -> f64| match (a, b) {
-        (Some(a), Some(b)) if f(b) > 0.0 => Some(f(a) / f(b)),
-        _ => None,
-    };
+    let _ = writeln!(
+        out,
+        "medians of {} rounds; ratios are medians of per-round ratios",
+        all.first().map_or(0, |f| f.repeats)
+    );
     let by = |prefix: &str| all.iter().find(|f| f.name == prefix);
     let largest_on = all
         .iter()
@@ -518,13 +585,13 @@ pub fn report(all: &[Figures]) -> String {
         .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
         .min_by_key(|f| f.steps);
     if let (Some(large), Some(small)) = (largest_on, smallest_on) {
-        let _ = writeln!(
-            out,
-            "cost per step {} / {}: {:.2}x (target <= 1.2x)",
-            large.name,
-            small.name,
-            large.ns_per_step / small.ns_per_step
-        );
+        if let Some(r) = paired_ratio(&large.ns_per_step_by_round, &small.ns_per_step_by_round) {
+            let _ = writeln!(
+                out,
+                "cost per step {} / {}: {r:.2}x (target <= 1.2x)",
+                large.name, small.name
+            );
+        }
         let _ = writeln!(
             out,
             "steps/s with every invariant, {}: {:.0} (target >= 1,500,000); tasks/s: {:.0} (target >= 45,000)",
@@ -539,7 +606,9 @@ pub fn report(all: &[Figures]) -> String {
     }
     for f in all.iter().filter(|f| f.invariants == "off") {
         let on_name = f.name.replace("-invariants-off", "");
-        if let Some(r) = ratio(by(&on_name), Some(f), |f| f.ns_per_step) {
+        if let Some(r) = by(&on_name)
+            .and_then(|on| paired_ratio(&on.ns_per_step_by_round, &f.ns_per_step_by_round))
+        {
             let _ = writeln!(
                 out,
                 "invariants on / off ({}): {r:.2}x (target <= 1.5x)",
@@ -549,7 +618,12 @@ pub fn report(all: &[Figures]) -> String {
     }
     let jobs1 = all.iter().find(|f| f.name.ends_with("jobs-1"));
     let jobs2 = all.iter().find(|f| f.name.ends_with("jobs-2"));
-    if let Some(r) = ratio(jobs2, jobs1, |f| f.units_per_second) {
+    if let (Some(jobs2), Some(jobs1)) = (jobs2, jobs1)
+        && let Some(r) = paired_ratio(
+            &jobs2.units_per_second_by_round,
+            &jobs1.units_per_second_by_round,
+        )
+    {
         let _ = writeln!(
             out,
             "fuzz seeds/s --jobs 2 / --jobs 1: {r:.2}x (target >= 1.8x)"
@@ -563,4 +637,39 @@ pub fn report(all: &[Figures]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A machine that slows down halfway through slows both workloads of a
+    /// round alike; the paired ratio sees through it, a ratio of medians
+    /// would not.
+    #[test]
+    fn paired_ratio_cancels_drift() {
+        let fast = [100.0, 100.0, 200.0, 200.0, 200.0];
+        let slow = [150.0, 150.0, 300.0, 300.0, 300.0];
+        assert_eq!(paired_ratio(&slow, &fast), Some(1.5));
+        assert_eq!(paired_ratio(&[], &fast), None);
+        assert_eq!(paired_ratio(&slow, &[0.0]), None);
+    }
+
+    #[test]
+    fn workload_names_say_their_size() {
+        let names: Vec<String> = workloads(false).iter().map(Workload::name).collect();
+        assert!(names.contains(&"fuzz-1e6".to_string()), "{names:?}");
+        assert!(
+            names.contains(&"campaign-32x1e4-jobs-2".to_string()),
+            "{names:?}"
+        );
+        let quick: Vec<String> = workloads(true).iter().map(Workload::name).collect();
+        assert!(quick.contains(&"fuzz-1e5".to_string()), "{quick:?}");
+        for name in &names {
+            assert_eq!(
+                Workload::parse(name, false).map(|w| w.name()).as_ref(),
+                Some(name)
+            );
+        }
+    }
 }

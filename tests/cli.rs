@@ -97,3 +97,71 @@ fn quiet_leaves_the_story_out_and_seed_overrides_the_file() {
     let other = text(&sim(&["run", "scenarios/happy-path.toml", "--quiet", "--seed", "9"]).stdout);
     assert!(other.contains("seed         9"));
 }
+
+/// `sim bench --json` (quick, two rounds) prints one object per workload
+/// with every field the speed figures are quoted from; the human report
+/// prints the target ratios. Figures are not asserted: timing belongs to
+/// the benchmark, not to tests.
+#[test]
+fn bench_reports_every_figure() {
+    let only = [
+        "--only",
+        "fuzz-1e3",
+        "--only",
+        "fuzz-1e4-invariants-off",
+        "--only",
+        "fuzz-1e4",
+    ];
+    let mut args = vec!["bench", "--quick", "--repeat", "2", "--json"];
+    args.extend(only);
+    let output = sim(&args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let figures: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let figures = figures.as_array().expect("an array of workloads");
+    let names: Vec<&str> = figures
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fuzz-1e3", "fuzz-1e4", "fuzz-1e4-invariants-off"]);
+    for figure in figures {
+        for field in [
+            "steps",
+            "stepsPerSecond",
+            "nsPerStep",
+            "tasksPerSecond",
+            "peakRssBytes",
+        ] {
+            assert!(figure[field].as_f64().unwrap() > 0.0, "{field} in {figure}");
+        }
+        assert_eq!(figure["repeats"], 2);
+        assert_eq!(figure["nsPerStepByRound"].as_array().unwrap().len(), 2);
+        assert_eq!(figure["trace"], "off");
+    }
+    assert_eq!(figures[1]["invariants"], "on");
+    assert_eq!(figures[2]["invariants"], "off");
+    assert_eq!(figures[1]["steps"], figures[2]["steps"]);
+
+    let mut args = vec!["bench", "--quick", "--repeat", "1"];
+    args.extend(only);
+    let report = text(&sim(&args).stdout);
+    for line in [
+        "cost per step fuzz-1e4 / fuzz-1e3: ",
+        "steps/s with every invariant, fuzz-1e4: ",
+        "peak RSS of fuzz-1e4: ",
+        "invariants on / off (fuzz-1e4): ",
+    ] {
+        assert!(report.contains(line), "{line} in\n{report}");
+    }
+}
+
+#[test]
+fn bench_refuses_an_unknown_workload() {
+    let output = sim(&["bench", "--quick", "--only", "fuzz-7"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let error = text(&output.stderr);
+    assert!(
+        error.contains("--only fuzz-7") && error.contains("fuzz-1e3"),
+        "{error}"
+    );
+}
