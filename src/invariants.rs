@@ -222,53 +222,71 @@ impl World {
                 }
             }};
         }
-        let mut touched = std::mem::take(&mut self.touched);
-        for task in &touched.created {
-            check!(self.check_created(*task));
+        // The checks need `&mut self`, so each list is read by index (the
+        // items are `Copy`) instead of moving the whole `Touched` out and
+        // back every step; only the key list, whose items are shared text,
+        // is taken out for the loop.
+        for index in 0..self.touched.created.len() {
+            let task = self.touched.created[index];
+            check!(self.check_created(task));
         }
-        for task in &touched.created {
-            touched.keys.push(self.db.task(*task).key.clone());
+        for index in 0..self.touched.created.len() {
+            let key = self.db.task(self.touched.created[index]).key.clone();
+            self.touched.keys.push(key);
         }
-        touched.keys.sort();
-        touched.keys.dedup();
-        for key in &touched.keys {
+        let mut keys = std::mem::take(&mut self.touched.keys);
+        keys.sort();
+        keys.dedup();
+        for key in &keys {
             check!(self.check_key(key));
         }
-        for (intent, answer, at) in &touched.answers {
-            check!(self.check_answer(*intent, *answer, *at));
+        self.touched.keys = keys;
+        for index in 0..self.touched.answers.len() {
+            let (intent, answer, at) = self.touched.answers[index];
+            check!(self.check_answer(intent, answer, at));
         }
-        let tasks = &mut touched.tasks;
-        tasks.extend(touched.tokens.iter().map(|token| token.task));
-        tasks.sort();
-        tasks.dedup();
-        for task in &touched.tasks {
-            check!(self.check_task_events(*task));
+        let touched = &mut self.touched;
+        touched
+            .tasks
+            .extend(touched.tokens.iter().map(|token| token.task));
+        touched.tasks.sort();
+        touched.tasks.dedup();
+        for index in 0..self.touched.tasks.len() {
+            let task = self.touched.tasks[index];
+            check!(self.check_task_events(task));
         }
-        for token in &touched.tokens {
-            check!(self.check_token(*token));
+        for index in 0..self.touched.tokens.len() {
+            let token = self.touched.tokens[index];
+            check!(self.check_token(token));
         }
-        for task in &touched.tasks {
-            check!(self.check_artifacts(*task));
+        for index in 0..self.touched.tasks.len() {
+            let task = self.touched.tasks[index];
+            check!(self.check_artifacts(task));
         }
-        for task in &touched.cache {
-            check!(self.check_cache(*task));
+        for index in 0..self.touched.cache.len() {
+            let task = self.touched.cache[index];
+            check!(self.check_cache(task));
         }
-        for task in &touched.projection {
-            check!(self.check_projection(*task));
+        for index in 0..self.touched.projection.len() {
+            let task = self.touched.projection[index];
+            check!(self.check_projection(task));
         }
-        for touch in &touched.deliveries {
-            check!(self.check_delivery(touch));
+        for index in 0..self.touched.deliveries.len() {
+            let touch = self.touched.deliveries[index];
+            check!(self.check_delivery(&touch));
         }
-        for (entry, count) in &touched.delivered {
-            check!(self.check_delivered(*entry, *count));
+        for index in 0..self.touched.delivered.len() {
+            let (entry, count) = self.touched.delivered[index];
+            check!(self.check_delivered(entry, count));
         }
-        for entry in &touched.entries {
-            check!(self.check_entry(*entry));
+        for index in 0..self.touched.entries.len() {
+            let entry = self.touched.entries[index];
+            check!(self.check_entry(entry));
         }
-        for touch in &touched.deliveries {
-            self.mirror_inbox(touch.message);
+        for index in 0..self.touched.deliveries.len() {
+            let message = self.touched.deliveries[index].message;
+            self.mirror_inbox(message);
         }
-        self.touched = touched;
         self.counters.invariant_checks += checks;
         if let Some(found) = fired {
             let record = self.trace.last().expect("a step was just recorded");
