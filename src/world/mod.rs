@@ -29,7 +29,6 @@ pub use projector::{Model, Projector, ProjectorPhase, SnapshotReport};
 pub use reconciler::{Reconciler, ReconcilerPhase};
 pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
 
-use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
@@ -75,6 +74,49 @@ pub enum Wake {
     /// while the world has other work, but on its own never keeps a run
     /// going: a world with only housekeeping left is quiet.
     Housekeeping,
+}
+
+/// A wake in the scheduler's queue, ordered by due time, then insertion
+/// sequence. Both live in one number, `(at << 64) | sequence`, so a heap
+/// comparison is one wide compare; sequences are unique, so the wake itself
+/// never decides the order. Reversed: the `BinaryHeap` pops the earliest.
+#[derive(Clone, Copy, Debug)]
+struct Queued {
+    order: u128,
+    wake: Wake,
+}
+
+impl Queued {
+    fn new(at: u64, sequence: u64, wake: Wake) -> Queued {
+        Queued {
+            order: (u128::from(at) << 64) | u128::from(sequence),
+            wake,
+        }
+    }
+
+    fn at(&self) -> u64 {
+        (self.order >> 64) as u64
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Queued) -> bool {
+        self.order == other.order
+    }
+}
+
+impl Eq for Queued {}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Queued) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Queued) -> std::cmp::Ordering {
+        other.order.cmp(&self.order)
+    }
 }
 
 /// Volatile bookkeeping every crashable actor has.
@@ -168,7 +210,7 @@ pub struct World {
     /// Virtual time of the last step (wakes that find nothing to do move
     /// `now` but are not steps).
     pub last_step_ms: u64,
-    queue: BinaryHeap<Reverse<(u64, u64, Wake)>>,
+    queue: BinaryHeap<Queued>,
     sequence: u64,
     /// Queued wakes that are not housekeeping.
     working: u64,
@@ -354,7 +396,7 @@ impl World {
         if wake != Wake::Housekeeping {
             self.working += 1;
         }
-        self.queue.push(Reverse((at, self.sequence, wake)));
+        self.queue.push(Queued::new(at, self.sequence, wake));
     }
 
     /// Schedules housekeeping at `at` unless some is queued sooner.
@@ -452,9 +494,10 @@ impl World {
     /// without counting as steps.
     pub fn step(&mut self) -> Stepped {
         while self.working > 0 {
-            let Some(Reverse((at, _, wake))) = self.queue.pop() else {
+            let Some(queued) = self.queue.pop() else {
                 break;
             };
+            let (at, wake) = (queued.at(), queued.wake);
             assert!(at >= self.now, "time never runs backwards");
             self.now = at;
             if wake != Wake::Housekeeping {
