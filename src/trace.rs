@@ -45,39 +45,35 @@ impl Record {
         Action::new(self.actor.kind, self.verb)
     }
 
-    /// Appends the canonical bytes of this record to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.step.to_le_bytes());
-        out.extend_from_slice(&self.time_ms.to_le_bytes());
-        out.push(self.actor.kind as u8);
-        out.extend_from_slice(&self.actor.index.to_le_bytes());
-        out.push(self.verb as u8);
-        out.push(self.outcome.len() as u8);
-        out.extend_from_slice(self.outcome.as_bytes());
-        out.extend_from_slice(&self.task.map_or(0, |t| t.0).to_le_bytes());
-        out.extend_from_slice(&self.message.map_or(0, |m| m.0).to_le_bytes());
-        out.extend_from_slice(&self.entry.map_or(0, |e| e.0).to_le_bytes());
-        out.extend_from_slice(&self.attempt.to_le_bytes());
+    /// Writes the canonical bytes of this record to `out`.
+    pub fn encode(&self, out: &mut Encoded) {
+        out.put(&self.step.to_le_bytes());
+        out.put(&self.time_ms.to_le_bytes());
+        out.put(&[self.actor.kind as u8]);
+        out.put(&self.actor.index.to_le_bytes());
+        out.put(&[self.verb as u8, self.outcome.len() as u8]);
+        out.put(self.outcome.as_bytes());
+        out.put(&self.task.map_or(0, |t| t.0).to_le_bytes());
+        out.put(&self.message.map_or(0, |m| m.0).to_le_bytes());
+        out.put(&self.entry.map_or(0, |e| e.0).to_le_bytes());
+        out.put(&self.attempt.to_le_bytes());
         match self.version {
             Some(version) => {
-                out.push(1);
-                out.extend_from_slice(&version.to_le_bytes());
+                out.put(&[1]);
+                out.put(&version.to_le_bytes());
             }
-            None => out.push(0),
+            None => out.put(&[0]),
         }
         match &self.hash {
             Some(hash) => {
-                out.push(1);
-                out.extend_from_slice(hash);
+                out.put(&[1]);
+                out.put(hash);
             }
-            None => out.push(0),
+            None => out.put(&[0]),
         }
         match self.fault {
-            Some((site, kind)) => {
-                out.push(site as u8);
-                out.push(kind as u8);
-            }
-            None => out.extend_from_slice(&[0xff, 0xff]),
+            Some((site, kind)) => out.put(&[site as u8, kind as u8]),
+            None => out.put(&[0xff, 0xff]),
         }
     }
 
@@ -161,6 +157,51 @@ impl Record {
     }
 }
 
+/// One record's canonical bytes, preceded by their length (little-endian
+/// `u32`), in a fixed buffer: encoding does no allocation and no capacity
+/// checks, and the hasher gets one update per record.
+pub struct Encoded {
+    bytes: [u8; Encoded::CAPACITY],
+    len: usize,
+}
+
+impl Encoded {
+    /// The length prefix, the fixed fields (81 bytes) and the longest
+    /// outcome a one-byte length can announce.
+    const CAPACITY: usize = 4 + 81 + u8::MAX as usize;
+
+    pub fn new() -> Encoded {
+        Encoded {
+            bytes: [0; Encoded::CAPACITY],
+            len: 4,
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Starts the next record.
+    pub fn clear(&mut self) {
+        self.len = 4;
+    }
+
+    /// The length prefix and the record's bytes: what the rolling hash
+    /// reads, so record boundaries are part of the hash.
+    pub fn framed(&mut self) -> &[u8] {
+        let len = (self.len - 4) as u32;
+        self.bytes[..4].copy_from_slice(&len.to_le_bytes());
+        &self.bytes[..self.len]
+    }
+}
+
+impl Default for Encoded {
+    fn default() -> Encoded {
+        Encoded::new()
+    }
+}
+
 /// How many records the ring keeps for reports.
 pub const RING_LEN: usize = 32;
 
@@ -168,7 +209,7 @@ pub const RING_LEN: usize = 32;
 /// optional full JSON-lines output.
 pub struct Trace {
     hasher: Sha256,
-    buffer: Vec<u8>,
+    buffer: Encoded,
     ring: VecDeque<Record>,
     /// Every record as a JSON line, when the whole trace was asked for.
     pub lines: Option<Box<dyn std::io::Write>>,
@@ -182,7 +223,7 @@ impl Trace {
     pub fn new() -> Trace {
         Trace {
             hasher: Sha256::new(),
-            buffer: Vec::with_capacity(128),
+            buffer: Encoded::new(),
             ring: VecDeque::with_capacity(RING_LEN),
             lines: None,
             json: String::new(),
@@ -194,9 +235,7 @@ impl Trace {
     pub fn push(&mut self, record: Record) -> std::io::Result<()> {
         self.buffer.clear();
         record.encode(&mut self.buffer);
-        // Length-prefixed so that record boundaries are part of the hash.
-        self.hasher.update((self.buffer.len() as u32).to_le_bytes());
-        self.hasher.update(&self.buffer);
+        self.hasher.update(self.buffer.framed());
         self.records += 1;
         if let Some(out) = self.lines.as_mut() {
             self.json.clear();
