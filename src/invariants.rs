@@ -373,47 +373,46 @@ impl World {
         answer: Answer,
         at: u64,
     ) -> Result<(), Fired> {
-        let Some(record) = self.intents[intent.slot()].clone() else {
+        let Some(record) = self.intents[intent.slot()].as_deref() else {
             return Ok(());
         };
+        let (key, fingerprint, first) = (record.key.clone(), record.fingerprint, record.first);
         if let Answer::Accepted(task) = answer {
             let row = self.db.task(task);
-            if row.fingerprint != record.fingerprint {
+            if row.fingerprint != fingerprint {
                 return Err(Fired {
                     invariant: "key-bound-to-fingerprint",
                     message: format!(
                         "key {} answered a request with fingerprint {} using {task}, created for fingerprint {}",
-                        record.key,
-                        &hex(&record.fingerprint)[..16],
+                        key,
+                        &hex(&fingerprint)[..16],
                         &hex(&row.fingerprint)[..16]
                     ),
-                    entities: vec![record.key.to_string(), task.to_string(), intent.to_string()],
+                    entities: vec![key.to_string(), task.to_string(), intent.to_string()],
                 });
             }
         }
-        let reused = self
+        // The key's live record, read once: its fingerprint and commit time.
+        let live = self
             .db
             .idempotency
-            .get(&record.key)
-            .is_some_and(|live| live.fingerprint != record.fingerprint);
+            .get(&key)
+            .map(|live| (live.fingerprint, live.committed_ms));
+        let reused = live.is_some_and(|(bound, _)| bound != fingerprint);
         if reused && answer != Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST") {
             return Err(Fired {
                 invariant: "key-bound-to-fingerprint",
                 message: format!(
                     "key {} is bound to another fingerprint but answered {intent} with {}",
-                    record.key,
+                    key,
                     describe(answer)
                 ),
-                entities: vec![record.key.to_string(), intent.to_string()],
+                entities: vec![key.to_string(), intent.to_string()],
             });
         }
-        match record.first {
+        match first {
             None => {
-                let committed = self
-                    .db
-                    .idempotency
-                    .get(&record.key)
-                    .map_or(at, |record| record.committed_ms);
+                let committed = live.map_or(at, |(_, committed_ms)| committed_ms);
                 let intent_row = self.intents[intent.slot()].as_mut().expect("read above");
                 intent_row.first = Some(crate::world::IntentAnswer {
                     answer,
@@ -425,11 +424,11 @@ impl World {
                 invariant: "one-task-per-intent",
                 message: format!(
                     "{intent} (key {}) first got {} and then {}",
-                    record.key,
+                    key,
                     describe(first.answer),
                     describe(answer)
                 ),
-                entities: vec![intent.to_string(), record.key.to_string()],
+                entities: vec![intent.to_string(), key.to_string()],
             }),
             Some(_) => Ok(()),
         }
@@ -639,10 +638,10 @@ impl World {
     /// completed-has-verified-artifact, one-visible-artifact-per-task,
     /// no-visible-corrupt-artifact.
     fn check_artifacts(&mut self, task: TaskId) -> Result<(), Fired> {
-        let state = self.db.task(task).state.clone();
-        if !state.status.is_terminal() {
+        if !self.db.task(task).state.status.is_terminal() {
             return Ok(());
         }
+        let state = self.db.task(task).state.clone();
         let (sha, size) = self.expected_artifact(task);
         let tokens: Vec<Token> = self.store.tokens_of(task).to_vec();
         let good = |token: &Token, world: &World| -> bool {
