@@ -29,6 +29,7 @@ pub use projector::{Model, Projector, ProjectorPhase, SnapshotReport};
 pub use reconciler::{Reconciler, ReconcilerPhase};
 pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
@@ -726,17 +727,24 @@ impl World {
         fingerprint: crate::hash::Sha,
         fresh: bool,
     ) -> IntentId {
-        if !fresh && let Some(id) = self.intent_index.get(&(key.clone(), fingerprint)) {
-            return *id;
-        }
         let id = IntentId(self.intents.len() as u32 + 1);
+        // One search of the index: a known intent is answered from it, a
+        // new (or fresh) one takes its slot.
+        match self.intent_index.entry((key.clone(), fingerprint)) {
+            Entry::Occupied(known) if !fresh => return *known.get(),
+            Entry::Occupied(mut known) => {
+                known.insert(id);
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(id);
+            }
+        }
         self.intents.push(Some(Box::new(Intent {
             key: key.clone(),
             fingerprint,
             first: None,
             replay: false,
         })));
-        self.intent_index.insert((key.clone(), fingerprint), id);
         id
     }
 
