@@ -70,11 +70,14 @@ pub struct Outgoing {
 /// the fields that change the effect (the input's hash), nothing transient:
 /// `{"inputSha256":"…","operation":"create-document-task"}`, keys sorted.
 pub fn fingerprint(input: &Input) -> Sha {
-    let mut text = String::with_capacity(128);
-    text.push_str("{\"inputSha256\":\"");
-    crate::hash::push_hex(&mut text, &input.sha256);
-    text.push_str("\",\"operation\":\"create-document-task\"}");
-    crate::hash::sha256(text.as_bytes())
+    use sha2::{Digest, Sha256};
+    let mut hex = [0u8; 64];
+    crate::hash::hex_into(&input.sha256, &mut hex);
+    let mut hasher = Sha256::new();
+    hasher.update(b"{\"inputSha256\":\"");
+    hasher.update(hex);
+    hasher.update(b"\",\"operation\":\"create-document-task\"}");
+    hasher.finalize().into()
 }
 
 impl World {
