@@ -315,12 +315,17 @@ impl World {
             self.finish();
             return;
         }
-        let Some(record) = self.db.idempotency.get(&key).cloned() else {
+        let Some((answer, committed_ms, fingerprint)) = self
+            .db
+            .idempotency
+            .get(&key)
+            .map(|record| (record.answer, record.committed_ms, record.fingerprint))
+        else {
             self.rec.outcome = "gone";
             self.finish();
             return;
         };
-        let task = match record.answer {
+        let task = match answer {
             super::db::Answer::Accepted(task) => Some(task),
             super::db::Answer::Refused(_) => None,
         };
@@ -330,8 +335,8 @@ impl World {
         if finished {
             self.db.idempotency.remove(&key);
             // Past its TTL, the same key and input are a new intent.
-            if self.now >= record.committed_ms + self.config.idempotency_ttl_ms {
-                self.forget_intent_key(&key, record.fingerprint);
+            if self.now >= committed_ms + self.config.idempotency_ttl_ms {
+                self.forget_intent_key(&key, fingerprint);
             }
             self.rec.outcome = "expired";
             self.sometimes("idempotency-record-expired");
