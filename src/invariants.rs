@@ -191,10 +191,9 @@ struct Fired {
 /// Whether an event id has the `<task>:` form of its own task; such ids
 /// cannot collide with another task's, so only the task's own events are
 /// checked for them.
-fn owns_id(id: &str, prefix_len: usize, task: TaskId) -> bool {
-    id.len() > prefix_len
-        && id.as_bytes()[prefix_len] == b':'
-        && TaskId::parse(&id[..prefix_len]) == Some(task)
+fn owns_id(id: &str, task: TaskId) -> bool {
+    id.split_once(':')
+        .is_some_and(|(head, _)| TaskId::parse(head) == Some(task))
 }
 
 impl World {
@@ -575,10 +574,9 @@ impl World {
             });
         }
         // Ids that do not name their own task are checked across tasks.
-        let prefix_len = task.to_string().len();
         let foreign: Vec<(Text, i64)> = fresh
             .iter()
-            .filter(|stored| !owns_id(&stored.event.event_id, prefix_len, task))
+            .filter(|stored| !owns_id(&stored.event.event_id, task))
             .map(|stored| (stored.event.event_id.clone(), stored.event.sequence))
             .collect();
         let (status, version, events) = (row.state.status, row.state.version, row.events.len());
