@@ -302,14 +302,14 @@ impl World {
     fn mirror(&mut self, task: TaskId) -> &mut Mirror {
         while self.checker.tasks.len() <= task.slot() {
             let id = TaskId(self.checker.tasks.len() as u32 + 1);
-            let row = self.db.task(id);
+            let initial = initial_state(self.db.task(id).state.task_id.clone());
             let mut history = Vec::with_capacity(3);
-            history.push(initial_state(row.state.task_id.clone()));
+            history.push(initial.clone());
             self.checker.tasks.push(Mirror::Live(Box::new(TaskMirror {
                 status: Status::Queued,
                 version: 0,
                 events: 0,
-                replay: initial_state(row.state.task_id.clone()),
+                replay: initial,
                 history,
             })));
         }

@@ -190,10 +190,10 @@ impl World {
                 self.config.cancel_policy,
             ) {
                 Ok(state) => state,
-                Err(_) => current.clone(),
+                Err(_) => current,
             }
         } else {
-            current.clone()
+            current
         };
         let event = self.event_for(task, &base, command, attempt, signal);
         let payload_sha256 = event_payload_sha256(&event);
