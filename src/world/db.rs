@@ -109,7 +109,9 @@ pub enum Payload {
         input_sha256: Sha,
         not_before_ms: u64,
     },
-    Event(TaskEvent),
+    /// Shared: the outbox row, broker entries, deliveries and dead letters
+    /// carry the same event, so a copy of a payload is a reference count.
+    Event(Arc<TaskEvent>),
 }
 
 impl Payload {

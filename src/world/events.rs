@@ -4,6 +4,8 @@
 //! appends the event and the new state row, writes the event's outbox row
 //! and a snapshot when one is due, all inside the caller's transaction.
 
+use std::sync::Arc;
+
 use crate::faults::{FaultKind, Site};
 use crate::hash::{Sha, hex};
 use crate::mutants::Mutant;
@@ -313,7 +315,7 @@ impl World {
             topic: Topic::TaskEvents,
             event_type: event.event_type().as_str(),
             aggregate_version: sequence,
-            payload: Payload::Event(event.clone()),
+            payload: Payload::Event(Arc::new(event.clone())),
             payload_sha256,
             created_ms: now,
             ready_ms: now,

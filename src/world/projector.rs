@@ -505,7 +505,7 @@ impl World {
 
 fn event_of(delivery: &Delivery) -> TaskEvent {
     match &delivery.payload {
-        Payload::Event(event) => event.clone(),
+        Payload::Event(event) => TaskEvent::clone(event),
         Payload::Work { .. } => unreachable!("the projector only consumes task-events"),
     }
 }

@@ -271,7 +271,7 @@ impl World {
     fn republish_event(
         &mut self,
         task: TaskId,
-        event: crate::task::TaskEvent,
+        event: std::sync::Arc<crate::task::TaskEvent>,
         sha: crate::hash::Sha,
     ) {
         let id = self.db.next_outbox_id();
