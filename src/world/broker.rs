@@ -185,7 +185,7 @@ impl Broker {
     pub fn ack(&mut self, id: EntryId) -> bool {
         match self.entries.remove(&id) {
             Some(entry) => {
-                self.unindex(&entry);
+                self.unindex(id, entry.topic, entry.state);
                 self.forget_task_entry(entry.task);
                 true
             }
@@ -198,8 +198,7 @@ impl Broker {
         let Some(entry) = self.entries.get(&id) else {
             return false;
         };
-        let entry = entry.clone();
-        self.unindex(&entry);
+        self.unindex(id, entry.topic, entry.state);
         let entry = self.entries.get_mut(&id).expect("entry exists");
         entry.last_error = Some(error);
         entry.state = EntryState::Ready { visible_ms };
@@ -207,13 +206,15 @@ impl Broker {
         true
     }
 
-    fn unindex(&mut self, entry: &Entry) {
-        match entry.state {
+    /// Takes entry `id` (of `topic`, in `state`) out of the ready or
+    /// in-flight index.
+    fn unindex(&mut self, id: EntryId, topic: Topic, state: EntryState) {
+        match state {
             EntryState::Ready { visible_ms } => {
-                self.ready[topic_slot(entry.topic)].remove(&(visible_ms, entry.id));
+                self.ready[topic_slot(topic)].remove(&(visible_ms, id));
             }
             EntryState::InFlight { deadline_ms, .. } => {
-                self.in_flight.remove(&(deadline_ms, entry.id));
+                self.in_flight.remove(&(deadline_ms, id));
             }
         }
     }
@@ -227,7 +228,7 @@ impl Broker {
         now: u64,
     ) -> DeadLetterId {
         let entry = self.entries.remove(&id).expect("entry exists");
-        self.unindex(&entry);
+        self.unindex(id, entry.topic, entry.state);
         self.forget_task_entry(entry.task);
         self.push_dead_letter(&entry, error_code, handler_version, now)
     }

@@ -60,13 +60,19 @@ impl World {
             }
             return false;
         };
-        let entry = self.broker.entries[&id].clone();
+        let entry = &self.broker.entries[&id];
+        let (deliveries, last_error, task, message) = (
+            entry.deliveries,
+            entry.last_error,
+            entry.task,
+            entry.message,
+        );
         let limit = self.config.delivery_attempts_max as u32;
-        if entry.deliveries >= limit && self.mutant != Some(Mutant::UnboundedRequeue) {
+        if deliveries >= limit && self.mutant != Some(Mutant::UnboundedRequeue) {
             self.begin(ActorId::BROKER, Verb::DeadLetter);
-            let code = entry.last_error.unwrap_or("DELIVERY_ATTEMPTS_EXHAUSTED");
-            self.rec.task = Some(entry.task);
-            self.rec.message = Some(entry.message);
+            let code = last_error.unwrap_or("DELIVERY_ATTEMPTS_EXHAUSTED");
+            self.rec.task = Some(task);
+            self.rec.message = Some(message);
             self.rec.entry = Some(id);
             self.rec.outcome = code;
             self.broker.dead_letter(id, code, self.handler_version, now);
@@ -79,20 +85,7 @@ impl World {
         }
         self.begin(ActorId::BROKER, Verb::Deliver);
         let deadline = now + self.config.visibility_timeout_ms;
-        let entry = self.broker.take(id, consumer, deadline).clone();
-        self.touched.entries.push(id);
-        self.touched.delivered.push((id, entry.deliveries));
-        if entry.deliveries > 1 {
-            self.sometimes("redelivered");
-        }
-        self.rec.task = Some(entry.task);
-        self.rec.message = Some(entry.message);
-        self.rec.entry = Some(id);
-        self.rec.hash = Some(entry.payload_sha256);
-        self.rec.outcome = match consumer.kind {
-            ActorKind::Worker => "to-worker",
-            _ => "to-projector",
-        };
+        let entry = self.broker.take(id, consumer, deadline);
         let mut delivery = Delivery {
             entry: id,
             topic: entry.topic,
@@ -104,13 +97,26 @@ impl World {
             tampered: false,
             direct: false,
         };
+        self.touched.entries.push(id);
+        self.touched.delivered.push((id, delivery.count));
+        if delivery.count > 1 {
+            self.sometimes("redelivered");
+        }
+        self.rec.task = Some(delivery.task);
+        self.rec.message = Some(delivery.message);
+        self.rec.entry = Some(id);
+        self.rec.hash = Some(delivery.payload_sha256);
+        self.rec.outcome = match consumer.kind {
+            ActorKind::Worker => "to-worker",
+            _ => "to-projector",
+        };
         let mut arrival = now + self.latency();
         // The hand-off's faults count per receiving consumer, so a scenario
         // can say "the 2nd delivery to the projector".
         let fault = self.faults.at(Site::BrokerDeliver, consumer, self.rec.step);
         let fault = match fault {
             // A tampered copy is the inbox's business; events carry no inbox.
-            Some(FaultKind::Tamper) if entry.topic == Topic::TaskEvents => None,
+            Some(FaultKind::Tamper) if delivery.topic == Topic::TaskEvents => None,
             other => other,
         };
         if let Some(kind) = fault {

@@ -144,25 +144,31 @@ impl World {
         let publisher = &self.publishers[index];
         let id = publisher.claimed[publisher.next];
         self.begin(actor, Verb::Publish);
-        let row = self.db.outbox_row(id).clone();
+        let row = self.db.outbox_row(id);
+        let (task, payload_sha256, publish_attempts, last_error) = (
+            row.task,
+            row.payload_sha256,
+            row.publish_attempts,
+            row.last_error,
+        );
         let mut message = id;
-        if self.mutant == Some(Mutant::NewMessageIdOnRepublish) && row.last_error.is_some() {
+        if self.mutant == Some(Mutant::NewMessageIdOnRepublish) && last_error.is_some() {
             message = OutboxId(FRESH_MESSAGE_BASE + self.broker.published as u32);
         }
         let entry = self.broker.publish(
             row.topic,
             message,
-            row.task,
+            task,
             row.payload.clone(),
-            row.payload_sha256,
+            payload_sha256,
             self.now,
         );
         self.touched.entries.push(entry);
-        self.rec.task = Some(row.task);
+        self.rec.task = Some(task);
         self.rec.message = Some(message);
         self.rec.entry = Some(entry);
-        self.rec.hash = Some(row.payload_sha256);
-        if row.publish_attempts > 1 || row.last_error.is_some() {
+        self.rec.hash = Some(payload_sha256);
+        if publish_attempts > 1 || last_error.is_some() {
             self.sometimes("outbox-republished");
         }
         match self.fault(Site::PublisherConfirm) {
