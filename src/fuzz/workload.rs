@@ -4,6 +4,8 @@
 //! status reads, poison inputs, dead-letter replays — drawn from the
 //! workload stream so faults never shift it.
 
+use std::collections::VecDeque;
+
 use serde_json::json;
 
 use crate::prng::{Prng, Stream};
@@ -53,8 +55,9 @@ pub struct Generator {
     pub mix: WorkloadMix,
     clients: u16,
     apis: u16,
-    /// Recent creates (key, input), for retries, reuse, cancels and reads.
-    recent: Vec<(String, serde_json::Value)>,
+    /// Recent creates (key, input), for retries, reuse, cancels and reads;
+    /// the oldest leaves from the front without shifting the rest.
+    recent: VecDeque<(String, serde_json::Value)>,
     next_intent: u64,
     pending: Option<Request>,
     replayed: Vec<DeadLetterId>,
@@ -70,7 +73,7 @@ impl Generator {
             mix,
             clients,
             apis,
-            recent: Vec::new(),
+            recent: VecDeque::with_capacity(RECENT_MAX),
             next_intent: 0,
             pending: None,
             replayed: Vec::new(),
@@ -103,9 +106,9 @@ impl Generator {
         let key = format!("intent-{:06}", self.next_intent);
         let input = self.input(poison);
         if self.recent.len() == RECENT_MAX {
-            self.recent.remove(0);
+            self.recent.pop_front();
         }
-        self.recent.push((key.clone(), input.clone()));
+        self.recent.push_back((key.clone(), input.clone()));
         self.request(at_ms, RequestKind::Create { key, input })
     }
 
