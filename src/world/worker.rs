@@ -421,7 +421,7 @@ impl World {
         let now = self.now;
         let actor = World::worker_actor(index);
         let incarnation = self.workers[index].life.incarnation;
-        let state = self.db.task(job.task).state.clone();
+        let state = StateSeen::of(&self.db.task(job.task).state);
         job.version = state.version;
         self.rec.version = Some(state.version);
         let attempt = i64::from(job.attempt);
@@ -460,7 +460,7 @@ impl World {
             }
             _ => {
                 // Terminal, or an attempt the task has moved past.
-                let result = settled_result(job.task, job.attempt, &state);
+                let result = settled_result(job.task, job.attempt, state);
                 job.result = Some(result);
                 if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
                     && row.payload_sha256 == job.delivery.payload_sha256
@@ -1002,7 +1002,7 @@ impl World {
             let index = self.rec.actor.index as usize;
             return self.decide_after_reload(index, job);
         }
-        let state = self.db.task(job.task).state.clone();
+        let state = StateSeen::of(&self.db.task(job.task).state);
         job.version = state.version;
         self.rec.version = Some(state.version);
         self.rec.outcome = state.status.as_str();
@@ -1014,7 +1014,7 @@ impl World {
 
     /// A reload that finds the effect already settled goes straight on.
     fn decide_after_reload(&mut self, index: usize, job: &mut Job) -> Step {
-        let state = self.db.task(job.task).state.clone();
+        let state = StateSeen::of(&self.db.task(job.task).state);
         let verified = self
             .db
             .task(job.task)
@@ -1063,8 +1063,8 @@ impl World {
         self.rec.outcome = outcome.code();
         match outcome {
             CommandOutcome::Committed { .. } | CommandOutcome::Duplicate { .. } => {
-                let state = self.db.task(job.task).state.clone();
-                let result = settled_result(job.task, job.attempt, &state);
+                let state = StateSeen::of(&self.db.task(job.task).state);
+                let result = settled_result(job.task, job.attempt, state);
                 job.result = Some(result);
                 self.finalize_inbox(job, InboxState::Completed);
                 Step::Next(WorkerPhase::Ack, self.latency())
@@ -1112,8 +1112,8 @@ impl World {
                 Step::Next(WorkerPhase::Fence, delay)
             }
             FenceProgress::Done(_) => {
-                let state = self.db.task(job.task).state.clone();
-                job.result = Some(settled_result(job.task, job.attempt, &state));
+                let state = StateSeen::of(&self.db.task(job.task).state);
+                job.result = Some(settled_result(job.task, job.attempt, state));
                 self.finalize_inbox(job, InboxState::Completed);
                 Step::Next(WorkerPhase::Ack, self.latency())
             }
@@ -1246,7 +1246,7 @@ impl Job {
 }
 
 /// The recorded result for a message whose task has settled or moved on.
-fn settled_result(task: TaskId, attempt: u32, state: &crate::task::TaskState) -> ProcessResult {
+fn settled_result(task: TaskId, attempt: u32, state: StateSeen) -> ProcessResult {
     let same = state.attempt == i64::from(attempt);
     match state.status {
         Status::Completed if same => ProcessResult::Completed { task, attempt },
@@ -1256,6 +1256,25 @@ fn settled_result(task: TaskId, attempt: u32, state: &crate::task::TaskState) ->
         },
         Status::Cancelled => ProcessResult::Cancelled { task },
         _ => ProcessResult::Superseded { task },
+    }
+}
+
+/// The scalars of a task's state row a worker decides on, copied instead
+/// of cloning the row and its texts.
+#[derive(Clone, Copy, Debug)]
+struct StateSeen {
+    status: Status,
+    version: i64,
+    attempt: i64,
+}
+
+impl StateSeen {
+    fn of(state: &crate::task::TaskState) -> StateSeen {
+        StateSeen {
+            status: state.status,
+            version: state.version,
+            attempt: state.attempt,
+        }
     }
 }
 
