@@ -74,9 +74,11 @@ fn a_planted_violation_gives_a_reproducer_that_replays_it() {
     let replayed = text(&replay.stdout);
     assert_eq!(
         replay.status.code(),
-        Some(0),
-        "the expected violation fires: {replayed}"
+        Some(1),
+        "the reproducer fails as the fuzz run did: {replayed}"
     );
+    assert!(written.contains("key-bound-to-fingerprint at step"));
+    assert!(!written.contains("[expect]"), "{written}");
     assert!(
         replayed.contains("VIOLATION key-bound-to-fingerprint"),
         "{replayed}"
