@@ -463,7 +463,7 @@ pub fn run_one(name: &str, quick: bool) -> u8 {
         return EXIT_INPUT;
     };
     let sample = measure(&workload);
-    println!(
+    crate::outln!(
         "{}",
         serde_json::to_string(&sample).expect("a sample serializes")
     );
@@ -522,12 +522,12 @@ pub fn bench_command(options: &BenchOptions) -> u8 {
         .map(|(workload, samples)| figures(workload, samples))
         .collect();
     if options.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&all).expect("figures serialize")
         );
     } else {
-        print!("{}", report(&all));
+        crate::out!("{}", report(&all));
     }
     EXIT_OK
 }

@@ -261,7 +261,7 @@ fn dispatch(command: Command) -> u8 {
         },
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
-                println!(
+                crate::outln!(
                     "{}: ok ({} requests, {} faults{})",
                     file.display(),
                     scenario.requests.len(),
@@ -278,12 +278,12 @@ fn dispatch(command: Command) -> u8 {
             }
         },
         Command::Config { defaults: _ } => {
-            print!("{}", crate::config::Config::defaults_toml());
+            crate::out!("{}", crate::config::Config::defaults_toml());
             EXIT_OK
         }
         Command::Invariants => {
             for invariant in crate::invariants::INVARIANTS {
-                println!("{:<34} {}", invariant.id, invariant.statement);
+                crate::outln!("{:<34} {}", invariant.id, invariant.statement);
             }
             EXIT_OK
         }
@@ -303,9 +303,12 @@ fn dispatch(command: Command) -> u8 {
         }),
         Command::Mutants { .. } => {
             for info in MUTANTS {
-                println!(
+                crate::outln!(
                     "{:<30} {:<14} {:<34} {}",
-                    info.name, info.lesson, info.expected, info.guard
+                    info.name,
+                    info.lesson,
+                    info.expected,
+                    info.guard
                 );
             }
             EXIT_OK

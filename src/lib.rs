@@ -16,6 +16,7 @@ pub mod report;
 pub mod run;
 pub mod scenario;
 pub mod simulate;
+pub mod stdout;
 pub mod stopwatch;
 pub mod task;
 pub mod trace;

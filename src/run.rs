@@ -11,6 +11,7 @@ use crate::mutants::Mutant;
 use crate::report::{summary, violation_report};
 use crate::scenario::Scenario;
 use crate::simulate::{Outcome, simulate};
+use crate::stdout::OrExit;
 use crate::world::World;
 
 /// What `sim run` was asked to do.
@@ -130,7 +131,12 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     let mut world = world_for(&scenario);
     if let Some(path) = &options.trace {
         match open_output(path) {
-            Ok(file) => world.trace.lines = Some(Box::new(std::io::BufWriter::new(file))),
+            Ok(file) => {
+                world.trace.lines = Some(Box::new(TraceFile {
+                    path: path.clone(),
+                    file: std::io::BufWriter::new(file),
+                }))
+            }
             Err(error) => {
                 eprintln!("{error}");
                 return EXIT_INPUT;
@@ -140,9 +146,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     let story = !options.quiet;
     let colour = !dump_to_stdout && std::io::stdout().is_terminal();
     let mut out: Box<dyn Write> = if dump_to_stdout {
-        Box::new(std::io::stderr().lock())
+        Box::new(OrExit(std::io::stderr().lock()))
     } else {
-        Box::new(std::io::stdout().lock())
+        Box::new(OrExit(std::io::stdout().lock()))
     };
     let mut finished = execute(&scenario, world, |world, added| {
         if !story {
@@ -164,6 +170,22 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             };
         }
     });
+    // The whole trace is on disk before anything is said about the run, so
+    // a trace that cannot be written ends sim before the summary.
+    if let Some(mut lines) = finished.world.trace.lines.take() {
+        let _ = lines.flush();
+    }
+    // Likewise the dump file: written whole before the summary, or not at all.
+    if let Some(path) = options.dump.as_ref().filter(|_| !dump_to_stdout) {
+        let text = serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n";
+        if let Err(error) = std::fs::write(path, text) {
+            eprintln!(
+                "{}",
+                InputError::new(format!("cannot write: {error}")).in_file(path)
+            );
+            return EXIT_INPUT;
+        }
+    }
     let name = match &scenario.path {
         Some(path) => format!("{} ({path})", scenario.name),
         None => scenario.name.clone(),
@@ -203,20 +225,40 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         );
     }
     drop(out);
-    if let Some(mut lines) = finished.world.trace.lines.take() {
-        let _ = lines.flush();
-    }
-    if let Some(path) = &options.dump {
+    if dump_to_stdout {
         let text = serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n";
-        if dump_to_stdout {
-            print!("{text}");
-        } else if let Err(error) = std::fs::write(path, text) {
-            eprintln!(
-                "{}",
-                InputError::new(format!("cannot write: {error}")).in_file(path)
-            );
-            return EXIT_INPUT;
-        }
+        crate::out!("{text}");
     }
     finished.exit
+}
+
+/// The `--trace FILE` writer: a failed write (a full disk) ends sim with a
+/// message naming the file and exit 2, and removes the partial file.
+struct TraceFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl TraceFile {
+    fn fail(&self, error: &std::io::Error) -> ! {
+        // Only a regular file we wrote is removed, never a device or a pipe.
+        if std::fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.is_file()) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        eprintln!(
+            "{}",
+            InputError::new(format!("cannot write the trace: {error}")).in_file(&self.path)
+        );
+        std::process::exit(i32::from(EXIT_INPUT));
+    }
+}
+
+impl Write for TraceFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.write(bytes).or_else(|error| self.fail(&error))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().or_else(|error| self.fail(&error))
+    }
 }

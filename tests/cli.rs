@@ -165,3 +165,53 @@ fn bench_refuses_an_unknown_workload() {
         "{error}"
     );
 }
+
+/// A reader that stops early (`sim mutants | head -1`) ends sim quietly:
+/// exit 0 and no panic.
+#[test]
+fn a_closed_pipe_ends_sim_quietly() {
+    for args in [
+        &["mutants"][..],
+        &["config", "--defaults"],
+        &["run", "scenarios/confirm-lost.toml"],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("sim starts");
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("sim ends");
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// Output that cannot be written (a full disk) is an error naming the file,
+/// exit 2, and nothing on standard output.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_trace_or_dump_is_an_error_with_no_partial_output() {
+    for flag in ["--trace", "--dump"] {
+        let output = sim(&[
+            "run",
+            "scenarios/confirm-lost.toml",
+            "--quiet",
+            flag,
+            "/dev/full",
+        ]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(output.stdout.is_empty(), "{flag}: {}", text(&output.stdout));
+        assert!(
+            stderr.contains("/dev/full: cannot write"),
+            "{flag}: {stderr}"
+        );
+    }
+    assert!(
+        std::fs::metadata("/dev/full").is_ok_and(|meta| !meta.is_file()),
+        "the device is left alone"
+    );
+}

@@ -70,3 +70,23 @@ fn every_source_file_opens_with_a_doc_line() {
         );
     }
 }
+
+/// `println!` panics when the reader of a pipe goes away; standard output
+/// goes through `sim::stdout` (`out!`, `outln!`) instead.
+#[test]
+fn standard_output_never_goes_through_println() {
+    let mut found = Vec::new();
+    for path in sources() {
+        if path.ends_with("stdout.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("readable");
+        for (number, line) in text.lines().enumerate() {
+            let line = line.replace("eprintln!(", "").replace("eprint!(", "");
+            if line.contains("println!(") || line.contains("print!(") {
+                found.push(format!("{}:{}", path.display(), number + 1));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}

@@ -340,29 +340,29 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         summary.add_seed(result);
     }
     if options.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&summary).expect("a summary serializes")
         );
         return summary.exit_code();
     }
     if results.len() == 1 {
-        print!("{}", results[0].draw.describe());
+        crate::out!("{}", results[0].draw.describe());
     }
     for result in &results {
         if let Some(report) = &result.report {
-            println!("\nseed {}:", result.seed);
-            print!("{}", result.draw.describe());
-            print!("{report}");
+            crate::outln!("\nseed {}:", result.seed);
+            crate::out!("{}", result.draw.describe());
+            crate::out!("{report}");
             if let Some(path) = &result.repro {
-                println!("  reproducer written: {}", path.display());
+                crate::outln!("  reproducer written: {}", path.display());
             }
         }
         if let Some(difference) = &result.nondeterminism {
-            println!("\nNONDETERMINISM {difference}");
+            crate::outln!("\nNONDETERMINISM {difference}");
         }
     }
-    print!("{}", summary.text());
+    crate::out!("{}", summary.text());
     summary.exit_code()
 }
 
@@ -379,12 +379,12 @@ pub fn merge_command(files: &[PathBuf], json: bool) -> u8 {
         }
     }
     if json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&total).expect("a summary serializes")
         );
     } else {
-        print!("{}", total.text());
+        crate::out!("{}", total.text());
     }
     total.exit_code()
 }

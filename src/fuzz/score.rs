@@ -156,7 +156,7 @@ pub fn table(kills: &[Kill], options: &ScoreOptions) -> String {
 
 pub fn score_command(options: &ScoreOptions) -> u8 {
     let kills = score(options);
-    print!("{}", table(&kills, options));
+    crate::out!("{}", table(&kills, options));
     let survivors = kills
         .iter()
         .filter(|kill| kill.killed.is_none() && !EQUIVALENT.iter().any(|(m, _)| *m == kill.mutant))
