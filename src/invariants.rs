@@ -225,10 +225,15 @@ impl World {
         // items are `Copy`) instead of moving the whole `Touched` out and
         // back every step; only the key list, whose items are shared text,
         // is taken out for the loop.
-        for index in 0..self.touched.created.len() {
-            let task = self.touched.created[index];
-            check!(self.check_created(task));
+        macro_rules! check_each {
+            ($list:ident, |$item:pat_param| $check:expr) => {
+                for index in 0..self.touched.$list.len() {
+                    let $item = self.touched.$list[index];
+                    check!($check);
+                }
+            };
         }
+        check_each!(created, |task| self.check_created(task));
         for index in 0..self.touched.created.len() {
             let key = self.db.task(self.touched.created[index]).key.clone();
             self.touched.keys.push(key);
@@ -240,48 +245,23 @@ impl World {
             check!(self.check_key(key));
         }
         self.touched.keys = keys;
-        for index in 0..self.touched.answers.len() {
-            let (intent, answer, at) = self.touched.answers[index];
-            check!(self.check_answer(intent, answer, at));
-        }
+        check_each!(answers, |(intent, answer, at)| self
+            .check_answer(intent, answer, at));
         let touched = &mut self.touched;
         touched
             .tasks
             .extend(touched.tokens.iter().map(|token| token.task));
         touched.tasks.sort();
         touched.tasks.dedup();
-        for index in 0..self.touched.tasks.len() {
-            let task = self.touched.tasks[index];
-            check!(self.check_task_events(task));
-        }
-        for index in 0..self.touched.tokens.len() {
-            let token = self.touched.tokens[index];
-            check!(self.check_token(token));
-        }
-        for index in 0..self.touched.tasks.len() {
-            let task = self.touched.tasks[index];
-            check!(self.check_artifacts(task));
-        }
-        for index in 0..self.touched.cache.len() {
-            let task = self.touched.cache[index];
-            check!(self.check_cache(task));
-        }
-        for index in 0..self.touched.projection.len() {
-            let task = self.touched.projection[index];
-            check!(self.check_projection(task));
-        }
-        for index in 0..self.touched.deliveries.len() {
-            let touch = self.touched.deliveries[index];
-            check!(self.check_delivery(&touch));
-        }
-        for index in 0..self.touched.delivered.len() {
-            let (entry, count) = self.touched.delivered[index];
-            check!(self.check_delivered(entry, count));
-        }
-        for index in 0..self.touched.entries.len() {
-            let entry = self.touched.entries[index];
-            check!(self.check_entry(entry));
-        }
+        check_each!(tasks, |task| self.check_task_events(task));
+        check_each!(tokens, |token| self.check_token(token));
+        check_each!(tasks, |task| self.check_artifacts(task));
+        check_each!(cache, |task| self.check_cache(task));
+        check_each!(projection, |task| self.check_projection(task));
+        check_each!(deliveries, |touch| self.check_delivery(&touch));
+        check_each!(delivered, |(entry, count)| self
+            .check_delivered(entry, count));
+        check_each!(entries, |entry| self.check_entry(entry));
         for index in 0..self.touched.deliveries.len() {
             let message = self.touched.deliveries[index].message;
             self.mirror_inbox(message);
