@@ -225,7 +225,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 std::env::temp_dir().join(format!("sim-bench-trace-{}.jsonl", std::process::id()));
             if *trace {
                 let file = std::fs::File::create(&trace_path).expect("a temp file can be created");
-                world.trace.lines = Some(Box::new(std::io::BufWriter::new(file)));
+                world.trace.lines = Some(Box::new(crate::trace::TraceFile::new(&trace_path, file)));
             }
             let watch = Stopwatch::start();
             while world.steps < *steps {
@@ -279,17 +279,14 @@ pub fn measure(workload: &Workload) -> Sample {
             let path = std::env::temp_dir()
                 .join(format!("sim-bench-transition-{}.jsonl", std::process::id()));
             write_transition_input(&path, *lines);
-            let exe = std::env::current_exe().expect("the sim binary knows where it is");
+            // `sim transition FILE > /dev/null`, in this process so that its
+            // peak memory is measured too.
+            let null = std::fs::File::create("/dev/null").expect("/dev/null opens");
             let watch = Stopwatch::start();
-            let status = Command::new(exe)
-                .arg("transition")
-                .arg(&path)
-                .stdout(std::process::Stdio::null())
-                .status()
-                .expect("sim transition runs");
+            let decided = crate::transition_cli::transition_file_to(&path, null);
             let nanos = watch.nanos() as u64;
             let _ = std::fs::remove_file(&path);
-            assert!(status.success(), "the generated lines are well-typed");
+            assert_eq!(decided, Ok(true), "the generated lines are well-typed");
             Sample {
                 steps: 0,
                 nanos,
@@ -363,9 +360,16 @@ pub struct Figures {
     pub units_per_second_by_round: Vec<f64>,
 }
 
+/// The middle value; with an even count, the mean of the two middle ones
+/// (not the upper one, which would flatter a ratio).
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
+    let middle = values.len() / 2;
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[middle],
+        _ => (values[middle - 1] + values[middle]) / 2.0,
+    }
 }
 
 fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
@@ -459,7 +463,7 @@ pub struct BenchOptions {
 /// `sim bench --run-one NAME`: the child side.
 pub fn run_one(name: &str, quick: bool) -> u8 {
     let Some(workload) = Workload::parse(name, quick) else {
-        eprintln!("error: unknown bench workload `{name}`");
+        crate::errln!("error: unknown bench workload `{name}`");
         return EXIT_INPUT;
     };
     let sample = measure(&workload);
@@ -493,7 +497,7 @@ pub fn bench_command(options: &BenchOptions) -> u8 {
         .map(Workload::name)
         .collect();
     if let Some(unknown) = options.only.iter().find(|name| !known.contains(name)) {
-        eprintln!(
+        crate::errln!(
             "error: --only {unknown}: no such workload; expected one of: {}",
             known.join(", ")
         );
@@ -513,7 +517,7 @@ pub fn bench_command(options: &BenchOptions) -> u8 {
             samples.push(sample_in_child(workload, options.quick));
         }
         if !options.json {
-            eprintln!("bench: round {} of {rounds} done", round + 1);
+            crate::errln!("bench: round {} of {rounds} done", round + 1);
         }
     }
     let all: Vec<Figures> = chosen
@@ -653,6 +657,13 @@ mod tests {
         assert_eq!(paired_ratio(&slow, &fast), Some(1.5));
         assert_eq!(paired_ratio(&[], &fast), None);
         assert_eq!(paired_ratio(&slow, &[0.0]), None);
+    }
+
+    #[test]
+    fn median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(Vec::new()), 0.0);
     }
 
     #[test]

@@ -273,7 +273,7 @@ fn dispatch(command: Command) -> u8 {
                 EXIT_OK
             }
             Err(error) => {
-                eprintln!("{error}");
+                crate::errln!("{error}");
                 EXIT_INPUT
             }
         },

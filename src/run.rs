@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use crate::error::{EXIT_INPUT, EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION, InputError};
 use crate::faults::FaultRates;
 use crate::mutants::Mutant;
+use crate::output::Guarded;
 use crate::report::{summary, violation_report};
 use crate::scenario::Scenario;
 use crate::simulate::{Outcome, simulate};
-use crate::stdout::OrExit;
+use crate::trace::TraceFile;
 use crate::world::World;
 
 /// What `sim run` was asked to do.
@@ -116,7 +117,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     let mut scenario = match crate::scenario::parse::load(file) {
         Ok(scenario) => scenario,
         Err(error) => {
-            eprintln!("{error}");
+            crate::errln!("{error}");
             return EXIT_INPUT;
         }
     };
@@ -131,14 +132,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     let mut world = world_for(&scenario);
     if let Some(path) = &options.trace {
         match open_output(path) {
-            Ok(file) => {
-                world.trace.lines = Some(Box::new(TraceFile {
-                    path: path.clone(),
-                    file: std::io::BufWriter::new(file),
-                }))
-            }
+            Ok(file) => world.trace.lines = Some(Box::new(TraceFile::new(path, file))),
             Err(error) => {
-                eprintln!("{error}");
+                crate::errln!("{error}");
                 return EXIT_INPUT;
             }
         }
@@ -146,9 +142,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     let story = !options.quiet;
     let colour = !dump_to_stdout && std::io::stdout().is_terminal();
     let mut out: Box<dyn Write> = if dump_to_stdout {
-        Box::new(OrExit(std::io::stderr().lock()))
+        Box::new(Guarded::new("standard error", std::io::stderr().lock()))
     } else {
-        Box::new(OrExit(std::io::stdout().lock()))
+        Box::new(Guarded::new("standard output", std::io::stdout().lock()))
     };
     let mut finished = execute(&scenario, world, |world, added| {
         if !story {
@@ -179,7 +175,8 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if let Some(path) = options.dump.as_ref().filter(|_| !dump_to_stdout) {
         let text = serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n";
         if let Err(error) = std::fs::write(path, text) {
-            eprintln!(
+            crate::output::remove_partial(path);
+            crate::errln!(
                 "{}",
                 InputError::new(format!("cannot write: {error}")).in_file(path)
             );
@@ -230,35 +227,4 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         crate::out!("{text}");
     }
     finished.exit
-}
-
-/// The `--trace FILE` writer: a failed write (a full disk) ends sim with a
-/// message naming the file and exit 2, and removes the partial file.
-struct TraceFile {
-    path: PathBuf,
-    file: std::io::BufWriter<std::fs::File>,
-}
-
-impl TraceFile {
-    fn fail(&self, error: &std::io::Error) -> ! {
-        // Only a regular file we wrote is removed, never a device or a pipe.
-        if std::fs::symlink_metadata(&self.path).is_ok_and(|meta| meta.is_file()) {
-            let _ = std::fs::remove_file(&self.path);
-        }
-        eprintln!(
-            "{}",
-            InputError::new(format!("cannot write the trace: {error}")).in_file(&self.path)
-        );
-        std::process::exit(i32::from(EXIT_INPUT));
-    }
-}
-
-impl Write for TraceFile {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.file.write(bytes).or_else(|error| self.fail(&error))
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush().or_else(|error| self.fail(&error))
-    }
 }

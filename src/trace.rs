@@ -51,6 +51,12 @@ impl Record {
         out.put(&self.time_ms.to_le_bytes());
         out.put(&[self.actor.kind as u8]);
         out.put(&self.actor.index.to_le_bytes());
+        // Outcomes are short words written in sim's own code, never input.
+        debug_assert!(
+            self.outcome.len() <= usize::from(u8::MAX),
+            "{}",
+            self.outcome
+        );
         out.put(&[self.verb as u8, self.outcome.len() as u8]);
         out.put(self.outcome.as_bytes());
         out.put(&self.task.map_or(0, |t| t.0).to_le_bytes());
@@ -158,8 +164,8 @@ impl Record {
 }
 
 /// One record's canonical bytes, preceded by their length (little-endian
-/// `u32`), in a fixed buffer: encoding does no allocation and no capacity
-/// checks, and the hasher gets one update per record.
+/// `u32`), in a fixed buffer sized for the longest record: encoding does no
+/// allocation, and the hasher gets one update per record.
 pub struct Encoded {
     bytes: [u8; Encoded::CAPACITY],
     len: usize,
@@ -272,5 +278,39 @@ impl Trace {
 impl Default for Trace {
     fn default() -> Trace {
         Trace::new()
+    }
+}
+
+/// The `--trace FILE` writer: a failed write (a full disk) ends sim with a
+/// message naming the file and exit 2, and removes the partial file.
+pub struct TraceFile {
+    path: std::path::PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+impl TraceFile {
+    pub fn new(path: &std::path::Path, file: std::fs::File) -> TraceFile {
+        TraceFile {
+            path: path.to_path_buf(),
+            file: std::io::BufWriter::new(file),
+        }
+    }
+
+    fn fail(&self, error: &std::io::Error) -> ! {
+        crate::output::remove_partial(&self.path);
+        let message = crate::error::InputError::new(format!("cannot write the trace: {error}"))
+            .in_file(&self.path);
+        crate::errln!("{message}");
+        std::process::exit(i32::from(crate::error::EXIT_INPUT));
+    }
+}
+
+impl std::io::Write for TraceFile {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.file.write(bytes).or_else(|error| self.fail(&error))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush().or_else(|error| self.fail(&error))
     }
 }

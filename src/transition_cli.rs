@@ -24,7 +24,7 @@ pub fn run_transition(file: Option<&Path>) -> u8 {
         Some(path) => match open_input(path) {
             Ok(input) => transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output),
             Err(message) => {
-                eprintln!("error: {}: {message}", path.display());
+                crate::errln!("error: {}: {message}", path.display());
                 return EXIT_INPUT;
             }
         },
@@ -38,7 +38,7 @@ pub fn run_transition(file: Option<&Path>) -> u8 {
         Ok(Lines { erred: false }) => EXIT_OK,
         Ok(Lines { erred: true }) => EXIT_INPUT,
         Err(Failure::Read(error)) => {
-            eprintln!("error: {name}: cannot read: {error}");
+            crate::errln!("error: {name}: cannot read: {error}");
             EXIT_INPUT
         }
         // A reader that went away (`sim transition … | head`) is not an
@@ -52,7 +52,7 @@ pub fn run_transition(file: Option<&Path>) -> u8 {
             }
         }
         Err(Failure::Write(error, _)) => {
-            eprintln!("error: cannot write to standard output: {error}");
+            crate::errln!("error: cannot write to standard output: {error}");
             EXIT_INPUT
         }
     }
@@ -68,14 +68,14 @@ pub fn run_replay_events(file: &Path, policy: Policy) -> u8 {
             line: None,
             message,
         }) => {
-            eprintln!("error: {}: {message}", file.display());
+            crate::errln!("error: {}: {message}", file.display());
             return EXIT_INPUT;
         }
         Err(BadInput {
             line: Some(line),
             message,
         }) => {
-            eprintln!("error: {}:{line}: {message}", file.display());
+            crate::errln!("error: {}:{line}: {message}", file.display());
             return EXIT_INPUT;
         }
     };
@@ -92,9 +92,20 @@ pub fn run_replay_events(file: &Path, policy: Policy) -> u8 {
         Ok(()) => code,
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => code,
         Err(error) => {
-            eprintln!("error: cannot write to standard output: {error}");
+            crate::errln!("error: cannot write to standard output: {error}");
             EXIT_INPUT
         }
+    }
+}
+
+/// `sim transition FILE` with the results going to `output` instead of
+/// standard output (the bench measures the command's work in its own
+/// process). True when every line was decided.
+pub fn transition_file_to(path: &Path, output: impl Write) -> Result<bool, String> {
+    let input = open_input(path)?;
+    match transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output) {
+        Ok(lines) => Ok(!lines.erred),
+        Err(Failure::Read(error) | Failure::Write(error, _)) => Err(error.to_string()),
     }
 }
 

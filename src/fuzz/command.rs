@@ -324,7 +324,7 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         }
     });
     if !quiet && terminal && started.seconds() > 1.0 {
-        eprintln!();
+        crate::errln!();
     }
     let mut summary = Summary {
         seconds: started.seconds(),
@@ -373,7 +373,7 @@ pub fn merge_command(files: &[PathBuf], json: bool) -> u8 {
         match read_summary(file) {
             Ok(summary) => total.merge(&summary),
             Err(error) => {
-                eprintln!("{error}");
+                crate::errln!("{error}");
                 return EXIT_INPUT;
             }
         }
