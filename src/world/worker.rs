@@ -440,15 +440,7 @@ impl World {
                     self.touch_delivery(job, DeliveryAct::Drop);
                     return Step::Done;
                 }
-                self.db.set_lease(
-                    job.task,
-                    Some(Lease {
-                        attempt: job.attempt,
-                        holder: actor,
-                        incarnation,
-                        until_ms: now + self.config.task_lease_ms,
-                    }),
-                );
+                self.lease_attempt(job);
                 if state.status == Status::Cancelling {
                     self.rec.outcome = "cancelling";
                     job.fence = Some(Fence::new(job.task, job.attempt, FencePurpose::Cancel));
@@ -482,32 +474,20 @@ impl World {
         if self.commit_fault() == Some(false) {
             return Step::Done;
         }
-        let actor = self.rec.actor;
-        let index = actor.index as usize;
-        let incarnation = self.workers[index].life.incarnation;
-        let until = self.now + self.config.task_lease_ms;
         let outcome = self.execute(
             job.task,
             job.version,
             Command::StartTask {
                 attempt: job.attempt,
-                worker: actor,
-                lease_until_ms: until,
+                worker: self.rec.actor,
+                lease_until_ms: self.now + self.config.task_lease_ms,
             },
         );
         self.rec.outcome = outcome.code();
         match outcome {
             CommandOutcome::Committed { version } => {
                 job.version = version;
-                self.db.set_lease(
-                    job.task,
-                    Some(Lease {
-                        attempt: job.attempt,
-                        holder: actor,
-                        incarnation,
-                        until_ms: until,
-                    }),
-                );
+                self.lease_attempt(job);
                 self.renew_inbox(job);
                 self.transform_then_plan(job)
             }
@@ -559,19 +539,23 @@ impl World {
                 && l.until_ms >= self.now
         });
         if mine {
-            let until = self.now + self.config.task_lease_ms;
-            self.db.set_lease(
-                job.task,
-                Some(Lease {
-                    attempt: job.attempt,
-                    holder: actor,
-                    incarnation,
-                    until_ms: until,
-                }),
-            );
+            self.lease_attempt(job);
             self.renew_inbox(job);
         }
         mine
+    }
+
+    /// The attempt's lease, held by this worker's incarnation for
+    /// `task_lease_ms` from now.
+    fn lease_attempt(&mut self, job: &Job) {
+        let holder = self.rec.actor;
+        let lease = Lease {
+            attempt: job.attempt,
+            holder,
+            incarnation: self.workers[holder.index as usize].life.incarnation,
+            until_ms: self.now + self.config.task_lease_ms,
+        };
+        self.db.set_lease(job.task, Some(lease));
     }
 
     /// Let the delivery go: the lease moved on or a fence claimed the effect.
