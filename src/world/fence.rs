@@ -5,7 +5,6 @@
 //! command settles the task. The worker (cancellation) and the reconciler
 //! (expired leases, cancellations whose worker died) share this procedure.
 
-use crate::faults::{FaultKind, Site};
 use crate::task::Status;
 
 use super::World;
@@ -14,6 +13,7 @@ use super::events::{Command, CommandOutcome};
 use super::ids::{ActorId, TaskId};
 use super::step::Verb;
 use super::store::Observed;
+use super::worker::StoreRead;
 
 /// Why an attempt is being fenced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,21 +202,28 @@ impl World {
             .filter(|sha| *sha != [0; 32])
     }
 
+    /// Whether a verified artifact stays, used by the attempt, when the fence
+    /// is for `purpose`: a retry keeps it; a cancellation keeps it only under
+    /// completion-wins, and never once the completion was refused.
+    fn keeps_verified(&self, purpose: FencePurpose) -> bool {
+        match purpose {
+            FencePurpose::Retry => true,
+            FencePurpose::Cancel => self.config.cancel_policy != crate::task::Policy::CancelWins,
+            FencePurpose::CancelAfterRefusal => false,
+        }
+    }
+
     fn fence_read(&mut self, fence: &mut Fence) -> FenceProgress {
         let token = fence.token();
         if !self.config.store_supports_query {
             return self.fence_without_query(fence);
         }
-        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
-            fence.reads += 1;
-            self.rec.outcome = "timeout";
-            if fence.reads >= self.config.store_calls_max as u32 {
-                return FenceProgress::Abort("STORE_UNAVAILABLE");
-            }
-            return FenceProgress::Next(self.config.store_timeout_ms);
+        match self.store_read(&mut fence.reads) {
+            StoreRead::Exhausted => return FenceProgress::Abort("STORE_UNAVAILABLE"),
+            StoreRead::TimedOut => return FenceProgress::Next(self.config.store_timeout_ms),
+            StoreRead::Answered => {}
         }
         let observed = self.store.observe(token);
-        let cancel_wins = self.config.cancel_policy == crate::task::Policy::CancelWins;
         fence.phase = match observed {
             Observed::Absent => {
                 self.rec.outcome = "absent";
@@ -240,11 +247,7 @@ impl World {
                     fence.hid_artifact = true;
                     FencePhase::Resolve
                 } else if good {
-                    let keep = match fence.purpose {
-                        FencePurpose::Retry => true,
-                        FencePurpose::Cancel => !cancel_wins,
-                        FencePurpose::CancelAfterRefusal => false,
-                    };
+                    let keep = self.keeps_verified(fence.purpose);
                     fence.used = keep;
                     self.rec.outcome = if keep {
                         "verified-used"
@@ -274,12 +277,8 @@ impl World {
             .task(fence.task)
             .effect(fence.token())
             .map(|row| row.state);
-        let cancel_wins = self.config.cancel_policy == crate::task::Policy::CancelWins;
         match state {
-            Some(EffectState::Verified)
-                if fence.purpose == FencePurpose::Retry
-                    || (fence.purpose == FencePurpose::Cancel && !cancel_wins) =>
-            {
+            Some(EffectState::Verified) if self.keeps_verified(fence.purpose) => {
                 fence.used = true;
                 fence.phase = FencePhase::Resolve;
                 self.rec.outcome = "verified-used";
@@ -338,13 +337,10 @@ impl World {
             }
             return self.fence_cannot_confirm(fence);
         }
-        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
-            fence.reads += 1;
-            self.rec.outcome = "timeout";
-            if fence.reads >= self.config.store_calls_max as u32 {
-                return FenceProgress::Abort("STORE_UNAVAILABLE");
-            }
-            return FenceProgress::Next(self.config.store_timeout_ms);
+        match self.store_read(&mut fence.reads) {
+            StoreRead::Exhausted => return FenceProgress::Abort("STORE_UNAVAILABLE"),
+            StoreRead::TimedOut => return FenceProgress::Next(self.config.store_timeout_ms),
+            StoreRead::Answered => {}
         }
         match self.store.observe(fence.token()) {
             Observed::Tombstone | Observed::Present { hidden: true, .. } => {

@@ -770,16 +770,13 @@ impl World {
 
     /// Reads the artifact back by the same token.
     fn worker_read_back(&mut self, job: &mut Job) -> Step {
-        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
-            job.reads += 1;
-            self.rec.outcome = "timeout";
-            if job.reads >= self.config.store_calls_max as u32 {
-                return Step::Next(
-                    WorkerPhase::Nack("STORE_UNAVAILABLE"),
-                    self.config.store_timeout_ms,
-                );
+        let timeout = self.config.store_timeout_ms;
+        match self.store_read(&mut job.reads) {
+            StoreRead::Exhausted => {
+                return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), timeout);
             }
-            return Step::Next(WorkerPhase::ReadBack, self.config.store_timeout_ms);
+            StoreRead::TimedOut => return Step::Next(WorkerPhase::ReadBack, timeout),
+            StoreRead::Answered => {}
         }
         let (sha, _) = self.expected_artifact(job.task);
         match self.store.observe(job.token) {
@@ -901,6 +898,22 @@ impl World {
         }
     }
 
+    /// Whether a store read goes through or meets the `store.read` timeout
+    /// fault; a timed-out read counts in `reads`, and the last one allowed
+    /// (`store_calls_max`) exhausts the store.
+    pub(super) fn store_read(&mut self, reads: &mut u32) -> StoreRead {
+        if self.fault(Site::StoreRead) != Some(FaultKind::Timeout) {
+            return StoreRead::Answered;
+        }
+        *reads += 1;
+        self.rec.outcome = "timeout";
+        if *reads >= self.config.store_calls_max as u32 {
+            StoreRead::Exhausted
+        } else {
+            StoreRead::TimedOut
+        }
+    }
+
     /// Reads back that the artifact is hidden before the ledger says so.
     fn worker_check_hidden(&mut self, job: &mut Job) -> Step {
         if !self.config.store_supports_query {
@@ -911,16 +924,13 @@ impl World {
             }
             return self.cannot_confirm(job);
         }
-        if self.fault(Site::StoreRead) == Some(FaultKind::Timeout) {
-            job.reads += 1;
-            self.rec.outcome = "timeout";
-            if job.reads >= self.config.store_calls_max as u32 {
-                return Step::Next(
-                    WorkerPhase::Nack("STORE_UNAVAILABLE"),
-                    self.config.store_timeout_ms,
-                );
+        let timeout = self.config.store_timeout_ms;
+        match self.store_read(&mut job.reads) {
+            StoreRead::Exhausted => {
+                return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), timeout);
             }
-            return Step::Next(WorkerPhase::CheckHidden, self.config.store_timeout_ms);
+            StoreRead::TimedOut => return Step::Next(WorkerPhase::CheckHidden, timeout),
+            StoreRead::Answered => {}
         }
         match self.store.observe(job.token) {
             Observed::Present { hidden: false, .. } | Observed::Absent => {
@@ -1215,6 +1225,15 @@ impl World {
         }
         Step::Done
     }
+}
+
+/// What came of one store read.
+pub(super) enum StoreRead {
+    Answered,
+    /// Timed out; another read may follow after `store_timeout_ms`.
+    TimedOut,
+    /// Timed out for the last time: the store counts as unavailable.
+    Exhausted,
 }
 
 /// What a worker step asks for next.
