@@ -17,7 +17,7 @@ use crate::task::{
 
 use super::World;
 use super::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
-use super::ids::{ActorId, SignalId, TaskId};
+use super::ids::{ActorId, OutboxId, SignalId, TaskId};
 
 /// What an actor asks the event store to do. Commands are intents; the
 /// event store turns an accepted one into an event.
@@ -307,25 +307,8 @@ impl World {
         if evidence.completion_won_cancellation_race {
             self.sometimes("completion-won-cancellation-race");
         }
-        let outbox_id = self.db.next_outbox_id();
         let sequence = event.sequence;
-        self.db.insert_outbox(OutboxRow {
-            id: outbox_id,
-            task,
-            topic: Topic::TaskEvents,
-            event_type: event.event_type().as_str(),
-            aggregate_version: sequence,
-            payload: Payload::Event(Arc::new(event.clone())),
-            payload_sha256,
-            created_ms: now,
-            ready_ms: now,
-            published_ms: None,
-            publish_attempts: 0,
-            last_error: None,
-            next_retry_ms: now,
-            lease: None,
-            claimable_ms: None,
-        });
+        self.insert_event_row(task, Arc::new(event.clone()), payload_sha256);
         let row = self.db.task_mut(task);
         row.events.push(StoredEvent {
             event,
@@ -355,6 +338,35 @@ impl World {
         self.rec.version = Some(sequence);
         self.rec.hash = Some(payload_sha256);
         self.poke_publishers();
+    }
+
+    /// A `task-events` outbox row carrying `event`, ready now.
+    pub(super) fn insert_event_row(
+        &mut self,
+        task: TaskId,
+        event: Arc<TaskEvent>,
+        payload_sha256: Sha,
+    ) -> OutboxId {
+        let id = self.db.next_outbox_id();
+        let now = self.now;
+        self.db.insert_outbox(OutboxRow {
+            id,
+            task,
+            topic: Topic::TaskEvents,
+            event_type: event.event_type().as_str(),
+            aggregate_version: event.sequence,
+            payload: Payload::Event(event),
+            payload_sha256,
+            created_ms: now,
+            ready_ms: now,
+            published_ms: None,
+            publish_attempts: 0,
+            last_error: None,
+            next_retry_ms: now,
+            lease: None,
+            claimable_ms: None,
+        });
+        id
     }
 
     fn write_snapshot(&mut self, task: TaskId) {

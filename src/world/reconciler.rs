@@ -201,7 +201,9 @@ impl World {
                 let Payload::Event(event) = letter.payload.clone() else {
                     unreachable!("task-events carry events");
                 };
-                self.republish_event(task, event, letter.payload_sha256);
+                let message = self.insert_event_row(task, event, letter.payload_sha256);
+                self.rec.message = Some(message);
+                self.poke_publishers();
                 self.rec.outcome = "redriven";
                 self.sometimes("dead-letter-redriven");
             }
@@ -266,35 +268,6 @@ impl World {
     /// it there for the next scan.
     fn seen_dead_letter(&mut self, id: DeadLetterId) {
         self.broker.unseen_dead_letters.retain(|seen| *seen != id);
-    }
-
-    fn republish_event(
-        &mut self,
-        task: TaskId,
-        event: std::sync::Arc<crate::task::TaskEvent>,
-        sha: crate::hash::Sha,
-    ) {
-        let id = self.db.next_outbox_id();
-        let now = self.now;
-        self.db.insert_outbox(super::db::OutboxRow {
-            id,
-            task,
-            topic: Topic::TaskEvents,
-            event_type: event.event_type().as_str(),
-            aggregate_version: event.sequence,
-            payload: Payload::Event(event),
-            payload_sha256: sha,
-            created_ms: now,
-            ready_ms: now,
-            published_ms: None,
-            publish_attempts: 0,
-            last_error: None,
-            next_retry_ms: now,
-            lease: None,
-            claimable_ms: None,
-        });
-        self.rec.message = Some(id);
-        self.poke_publishers();
     }
 
     /// Ends an idempotency record's retention once its task is terminal,
