@@ -71,9 +71,7 @@ pub enum CommandOutcome {
         version: i64,
     },
     /// The state moved on since the actor read it: reload and re-decide.
-    VersionConflict {
-        version: i64,
-    },
+    VersionConflict,
     Rejected(RejectReason),
     /// The event id is stored with another payload: quarantined.
     EventIdConflict,
@@ -84,7 +82,7 @@ impl CommandOutcome {
         match self {
             CommandOutcome::Committed { .. } => "committed",
             CommandOutcome::Duplicate { .. } => "duplicate",
-            CommandOutcome::VersionConflict { .. } => "VERSION_CONFLICT",
+            CommandOutcome::VersionConflict => "VERSION_CONFLICT",
             CommandOutcome::Rejected(reason) => reason.as_str(),
             CommandOutcome::EventIdConflict => "EVENT_ID_PAYLOAD_CONFLICT",
         }
@@ -102,6 +100,19 @@ fn signal_of(event: &TaskEvent) -> Option<&str> {
         EventBody::CancellationRequested { signal_id, .. } => Some(signal_id),
         _ => None,
     }
+}
+
+fn semantic_key_taken(
+    events: &[StoredEvent],
+    kind: EventType,
+    attempt: i64,
+    signal: Option<&str>,
+) -> bool {
+    events.iter().any(|stored| {
+        stored.event.event_type() == kind
+            && stored.attempt == attempt
+            && (kind != EventType::CancellationRequested || signal_of(&stored.event) == signal)
+    })
 }
 
 impl World {
@@ -161,12 +172,7 @@ impl World {
             _ => None,
         };
         // A fact re-issued after a crash: reuse what is stored.
-        let semantic_duplicate = row.events.iter().any(|stored| {
-            stored.event.event_type() == kind
-                && stored.attempt == attempt
-                && (kind != EventType::CancellationRequested
-                    || signal_of(&stored.event) == signal.as_deref())
-        });
+        let semantic_duplicate = semantic_key_taken(&row.events, kind, attempt, signal.as_deref());
         if semantic_duplicate {
             return CommandOutcome::Duplicate {
                 version: current.version,
@@ -174,9 +180,7 @@ impl World {
         }
         let blind = self.mutant == Some(Mutant::BlindStatusWrite);
         if current.version != expected_version && !blind {
-            return CommandOutcome::VersionConflict {
-                version: current.version,
-            };
+            return CommandOutcome::VersionConflict;
         }
         // The blind writer computes from the state it read, not the row.
         let base = if blind && current.version != expected_version {
@@ -440,12 +444,12 @@ impl World {
         }
         let current = self.db.task(task).state.clone();
         let attempt = event_attempt(&event, &current);
-        let semantic_taken = self.db.task(task).events.iter().any(|stored| {
-            stored.event.event_type() == event.event_type()
-                && stored.attempt == attempt
-                && (event.event_type() != EventType::CancellationRequested
-                    || signal_of(&stored.event) == signal_of(&event))
-        });
+        let semantic_taken = semantic_key_taken(
+            &self.db.task(task).events,
+            event.event_type(),
+            attempt,
+            signal_of(&event),
+        );
         match self.run_transition(&current, &event) {
             Transition::Accepted { .. } if semantic_taken => {
                 self.record_rejection(task, &event, "SEMANTIC_KEY_CONFLICT");

@@ -63,7 +63,7 @@ pub enum FenceProgress {
     /// Take the next fence step after this many milliseconds.
     Next(u64),
     /// Settled: the task completed, failed, cancelled or moved to a retry.
-    Done(Status),
+    Done,
     /// Given up for now: someone else must try again later.
     Abort(&'static str),
 }
@@ -136,7 +136,7 @@ impl World {
         if self.commit_fault() == Some(false) {
             return FenceProgress::Abort("crashed");
         }
-        let state = self.db.task(fence.task).state.clone();
+        let state = super::worker::StateSeen::of(&self.db.task(fence.task).state);
         let live = matches!(state.status, Status::Running | Status::Cancelling)
             && state.attempt == i64::from(fence.attempt);
         if !live {
@@ -308,10 +308,9 @@ impl World {
     fn fence_hide(&mut self, fence: &mut Fence) -> FenceProgress {
         let token = fence.token();
         fence.hides += 1;
-        if matches!(self.store.observe(token), Observed::Present { .. }) {
-            fence.hid_artifact = true;
-        }
-        fence.hide_answered = self.store_hide(token);
+        let (answered, had_artifact) = self.store_hide_seen(token);
+        fence.hid_artifact |= had_artifact;
+        fence.hide_answered = answered;
         fence.phase = FencePhase::Check;
         let delay = if fence.hide_answered {
             self.latency()
@@ -445,9 +444,9 @@ impl World {
                 if fence.hid_artifact {
                     self.sometimes("compensation");
                 }
-                FenceProgress::Done(self.db.task(fence.task).state.status)
+                FenceProgress::Done
             }
-            CommandOutcome::VersionConflict { .. } => {
+            CommandOutcome::VersionConflict => {
                 if fence.purpose == FencePurpose::Retry {
                     self.race("cancel × attempt failure");
                 }

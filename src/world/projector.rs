@@ -131,9 +131,7 @@ impl World {
                 self.rec.task = Some(task);
                 self.rec.version = Some(version);
                 self.invalidate(task, version);
-                let next = self.projector.phase.clone();
-                self.finish();
-                self.projector_continue(next);
+                self.finish_projector_step();
                 true
             }
             ProjectorPhase::Ack => {
@@ -220,7 +218,7 @@ impl World {
         if !self.projector.models.contains_key(&task) && may_have_forgotten {
             self.begin(ActorId::PROJECTOR, Verb::Rebuild);
             self.rec.task = Some(task);
-            self.rec.hash = Some(self.projector.current.as_ref().expect("set").payload_sha256);
+            self.rec.hash = Some(payload_sha256);
             if self.db.find_task(task).is_none() {
                 self.rec.outcome = "TASK_NOT_FOUND";
                 self.answer_delivery();
@@ -239,7 +237,7 @@ impl World {
         self.begin(ActorId::PROJECTOR, Verb::Apply);
         self.rec.task = Some(task);
         self.rec.version = Some(event.sequence);
-        self.rec.hash = Some(self.projector.current.as_ref().expect("set").payload_sha256);
+        self.rec.hash = Some(payload_sha256);
         match self.apply_to_model(task, &event, payload_sha256) {
             Applied::Fresh => {
                 self.rec.outcome = "applied";

@@ -100,7 +100,7 @@ impl World {
                             self.continue_after(ActorId::RECONCILER, delay);
                         }
                     }
-                    FenceProgress::Done(_) | FenceProgress::Abort(_) => {
+                    FenceProgress::Done | FenceProgress::Abort(_) => {
                         self.reconciler.phase = ReconcilerPhase::Idle;
                         self.finish();
                         let at = self.now + self.latency();
@@ -154,7 +154,7 @@ impl World {
     fn reconcile_lease(&mut self, task: TaskId) {
         self.begin(ActorId::RECONCILER, Verb::Scan);
         self.rec.task = Some(task);
-        let state = self.db.task(task).state.clone();
+        let state = super::worker::StateSeen::of(&self.db.task(task).state);
         let lease = self.db.task(task).lease.expect("indexed leases exist");
         self.rec.attempt = lease.attempt;
         let live = matches!(state.status, Status::Running | Status::Cancelling)
@@ -304,7 +304,8 @@ impl World {
         };
         self.rec.task = task;
         let early = self.mutant == Some(Mutant::EarlyIdempotencyExpiry);
-        let finished = early || task.is_none_or(|task| self.task_finished(task));
+        let task_done = task.is_some_and(|task| self.task_finished(task));
+        let finished = early || task.is_none() || task_done;
         if finished {
             self.db.idempotency.remove(&key);
             // Past its TTL, the same key and input are a new intent.
@@ -315,7 +316,7 @@ impl World {
             self.sometimes("idempotency-record-expired");
             // Only a finished task is compacted (the early-expiry mutant
             // drops records of unfinished ones; their rows stay).
-            if let Some(task) = task.filter(|task| self.task_finished(*task)) {
+            if let Some(task) = task.filter(|_| task_done) {
                 self.compact_task(task);
             }
         } else if task.is_some_and(|task| self.db.in_review(task)) {

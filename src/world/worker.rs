@@ -210,9 +210,8 @@ impl World {
             WorkerPhase::RecordUnknown => self.worker_record_unknown(&mut job),
             WorkerPhase::ReadBack => self.worker_read_back(&mut job),
             WorkerPhase::Verify { good } => self.worker_verify(&mut job, good),
-            WorkerPhase::Recheck | WorkerPhase::Reload => {
-                self.worker_reload(&mut job, phase == WorkerPhase::Recheck)
-            }
+            WorkerPhase::Recheck => self.worker_recheck(&mut job),
+            WorkerPhase::Reload => self.worker_reload(index, &mut job),
             WorkerPhase::Complete => self.worker_complete(&mut job),
             WorkerPhase::Ack => self.worker_ack(&mut job),
             WorkerPhase::Nack(code) => self.worker_nack(&mut job, code),
@@ -355,7 +354,7 @@ impl World {
         let hash = job.delivery.payload_sha256;
         let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
         let dedupe = self.mutant != Some(Mutant::NoInboxDedupe);
-        match self.db.inbox.get(&message).cloned() {
+        match self.db.inbox.get(&message).map(|row| InboxRow::clone(row)) {
             Some(row) if dedupe && row.payload_sha256 != hash => {
                 if self.mutant == Some(Mutant::NoInboxHashCheck) {
                     // Treated as a plain duplicate.
@@ -454,14 +453,7 @@ impl World {
                 // Terminal, or an attempt the task has moved past.
                 let result = settled_result(job.task, job.attempt, state);
                 job.result = Some(result);
-                if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
-                    && row.payload_sha256 == job.delivery.payload_sha256
-                {
-                    row.state = InboxState::Completed;
-                    row.result = Some(result);
-                    row.completed_ms = Some(now);
-                    row.lease = None;
-                }
+                self.finalize_inbox(job, InboxState::Completed);
                 self.rec.outcome = "superseded";
                 self.sometimes("stale-message-superseded");
                 Step::Next(WorkerPhase::Ack, self.latency())
@@ -491,7 +483,7 @@ impl World {
                 self.renew_inbox(job);
                 self.transform_then_plan(job)
             }
-            CommandOutcome::VersionConflict { .. } | CommandOutcome::Duplicate { .. } => {
+            CommandOutcome::VersionConflict | CommandOutcome::Duplicate { .. } => {
                 self.race("two workers starting one task");
                 Step::Next(WorkerPhase::Reload, self.latency())
             }
@@ -878,22 +870,28 @@ impl World {
     /// there). True when the store answered; false on a timeout, whose
     /// outcome is unknown.
     pub fn store_hide(&mut self, token: Token) -> bool {
+        self.store_hide_seen(token).0
+    }
+
+    /// `store_hide`, also saying whether an artifact (visible or hidden)
+    /// was there to hide: (answered, had an artifact).
+    pub fn store_hide_seen(&mut self, token: Token) -> (bool, bool) {
         self.touched.tokens.push(token);
         let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
         match self.fault(Site::StoreHide) {
             Some(FaultKind::TimeoutBeforeCommit) => {
                 self.rec.outcome = "timeout";
-                false
+                (false, had_artifact)
             }
             Some(FaultKind::TimeoutAfterCommit) => {
                 self.store.hide(token);
                 self.rec.outcome = "timeout";
-                false
+                (false, had_artifact)
             }
             _ => {
                 self.store.hide(token);
                 self.rec.outcome = if had_artifact { "hidden" } else { "tombstoned" };
-                true
+                (true, had_artifact)
             }
         }
     }
@@ -988,14 +986,14 @@ impl World {
 
     /// Re-reads the task after a conflict (reload) or before completing
     /// (recheck: a cancellation may have arrived, DESIGN §3 step 7).
-    fn worker_reload(&mut self, job: &mut Job, recheck: bool) -> Step {
-        if !recheck {
-            if self.commit_fault() == Some(false) {
-                return Step::Done;
-            }
-            let index = self.rec.actor.index as usize;
-            return self.decide_after_reload(index, job);
+    fn worker_reload(&mut self, index: usize, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
         }
+        self.decide_after_reload(index, job)
+    }
+
+    fn worker_recheck(&mut self, job: &mut Job) -> Step {
         let state = StateSeen::of(&self.db.task(job.task).state);
         job.version = state.version;
         self.rec.version = Some(state.version);
@@ -1031,21 +1029,14 @@ impl World {
         if self.commit_fault() == Some(false) {
             return Step::Done;
         }
-        let verified = self
-            .db
-            .task(job.task)
-            .effect(job.token)
-            .is_some_and(|l| l.state == EffectState::Verified);
-        if !verified {
-            return self.let_go(job, "not-verified");
-        }
-        let (sha, _) = self.expected_artifact(job.task);
-        let artifact = self
-            .db
-            .task(job.task)
-            .effect(job.token)
-            .and_then(|l| l.observed_sha256)
-            .unwrap_or(sha);
+        let observed = match self.db.task(job.task).effect(job.token) {
+            Some(l) if l.state == EffectState::Verified => l.observed_sha256,
+            _ => return self.let_go(job, "not-verified"),
+        };
+        let artifact = match observed {
+            Some(sha) => sha,
+            None => self.expected_artifact(job.task).0,
+        };
         let outcome = self.execute(
             job.task,
             job.version,
@@ -1063,7 +1054,7 @@ impl World {
                 self.finalize_inbox(job, InboxState::Completed);
                 Step::Next(WorkerPhase::Ack, self.latency())
             }
-            CommandOutcome::VersionConflict { .. } => {
+            CommandOutcome::VersionConflict => {
                 self.race("cancel × complete");
                 Step::Next(WorkerPhase::Recheck, self.latency())
             }
@@ -1105,7 +1096,7 @@ impl World {
                 job.fence = Some(fence);
                 Step::Next(WorkerPhase::Fence, delay)
             }
-            FenceProgress::Done(_) => {
+            FenceProgress::Done => {
                 let state = StateSeen::of(&self.db.task(job.task).state);
                 job.result = Some(settled_result(job.task, job.attempt, state));
                 self.finalize_inbox(job, InboxState::Completed);
@@ -1265,14 +1256,14 @@ fn settled_result(task: TaskId, attempt: u32, state: StateSeen) -> ProcessResult
 /// The scalars of a task's state row a worker decides on, copied instead
 /// of cloning the row and its texts.
 #[derive(Clone, Copy, Debug)]
-struct StateSeen {
-    status: Status,
-    version: i64,
-    attempt: i64,
+pub(super) struct StateSeen {
+    pub status: Status,
+    pub version: i64,
+    pub attempt: i64,
 }
 
 impl StateSeen {
-    fn of(state: &crate::task::TaskState) -> StateSeen {
+    pub(super) fn of(state: &crate::task::TaskState) -> StateSeen {
         StateSeen {
             status: state.status,
             version: state.version,
