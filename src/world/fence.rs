@@ -294,30 +294,17 @@ impl World {
     }
 
     fn fence_cannot_confirm(&mut self, fence: &Fence) -> FenceProgress {
-        self.rec.outcome = "STORE_CANNOT_CONFIRM";
-        self.db.review(
-            Some(fence.task),
-            super::db::ReviewReason::StoreCannotConfirm,
-            fence.token().to_string(),
-            self.now,
-        );
-        self.sometimes("store-cannot-confirm");
+        self.review_cannot_confirm(fence.task, fence.token());
         FenceProgress::Abort("STORE_CANNOT_CONFIRM")
     }
 
     fn fence_hide(&mut self, fence: &mut Fence) -> FenceProgress {
         let token = fence.token();
-        fence.hides += 1;
-        let (answered, had_artifact) = self.store_hide_seen(token);
-        fence.hid_artifact |= had_artifact;
-        fence.hide_answered = answered;
+        let call = self.hide_call(token, &mut fence.hides);
+        fence.hid_artifact |= call.had_artifact;
+        fence.hide_answered = call.answered;
         fence.phase = FencePhase::Check;
-        let delay = if fence.hide_answered {
-            self.latency()
-        } else {
-            self.config.store_timeout_ms
-        };
-        FenceProgress::Next(delay)
+        FenceProgress::Next(call.delay)
     }
 
     fn fence_check(&mut self, fence: &mut Fence) -> FenceProgress {

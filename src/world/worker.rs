@@ -635,16 +635,23 @@ impl World {
     /// An unknown outcome on a store without query support: no blind retry,
     /// a manual review.
     fn cannot_confirm(&mut self, job: &mut Job) -> Step {
+        self.review_cannot_confirm(job.task, job.token);
+        job.result = None;
+        Step::Next(WorkerPhase::Ack, self.latency())
+    }
+
+    /// A store without query support left the effect under `token`
+    /// unknown: manual review, never a blind retry.
+    pub(super) fn review_cannot_confirm(&mut self, task: TaskId, token: Token) {
+        self.rec.outcome = "STORE_CANNOT_CONFIRM";
+        let subject = token.to_string();
         self.db.review(
-            Some(job.task),
+            Some(task),
             ReviewReason::StoreCannotConfirm,
-            job.token.to_string(),
+            subject,
             self.now,
         );
         self.sometimes("store-cannot-confirm");
-        self.rec.outcome = "STORE_CANNOT_CONFIRM";
-        job.result = None;
-        Step::Next(WorkerPhase::Ack, self.latency())
     }
 
     /// Puts the artifact under the token.
@@ -853,13 +860,9 @@ impl World {
 
     /// Hides the bad artifact (the compensation's store call).
     fn worker_compensate(&mut self, job: &mut Job) -> Step {
-        job.hides += 1;
-        job.hide_answered = self.store_hide(job.token);
-        let delay = if job.hide_answered {
-            self.latency()
-        } else {
-            self.config.store_timeout_ms
-        };
+        let call = self.hide_call(job.token, &mut job.hides);
+        job.hide_answered = call.answered;
+        let delay = call.delay;
         if self.mutant == Some(Mutant::UnverifiedCompensation) {
             return Step::Next(WorkerPhase::Fail, delay);
         }
@@ -867,32 +870,39 @@ impl World {
     }
 
     /// One `store.hide` call under `token` (a tombstone if nothing is
-    /// there). True when the store answered; false on a timeout, whose
-    /// outcome is unknown.
-    pub fn store_hide(&mut self, token: Token) -> bool {
-        self.store_hide_seen(token).0
-    }
-
-    /// `store_hide`, also saying whether an artifact (visible or hidden)
-    /// was there to hide: (answered, had an artifact).
-    pub fn store_hide_seen(&mut self, token: Token) -> (bool, bool) {
+    /// there), counted in `hides`: whether the store answered (a timeout
+    /// leaves the outcome unknown), whether an artifact was there to hide,
+    /// and when to look next (a latency after an answer, the store timeout
+    /// after none).
+    pub(super) fn hide_call(&mut self, token: Token, hides: &mut u32) -> HideCall {
+        *hides += 1;
         self.touched.tokens.push(token);
         let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
-        match self.fault(Site::StoreHide) {
+        let answered = match self.fault(Site::StoreHide) {
             Some(FaultKind::TimeoutBeforeCommit) => {
                 self.rec.outcome = "timeout";
-                (false, had_artifact)
+                false
             }
             Some(FaultKind::TimeoutAfterCommit) => {
                 self.store.hide(token);
                 self.rec.outcome = "timeout";
-                (false, had_artifact)
+                false
             }
             _ => {
                 self.store.hide(token);
                 self.rec.outcome = if had_artifact { "hidden" } else { "tombstoned" };
-                (true, had_artifact)
+                true
             }
+        };
+        let delay = if answered {
+            self.latency()
+        } else {
+            self.config.store_timeout_ms
+        };
+        HideCall {
+            answered,
+            had_artifact,
+            delay,
         }
     }
 
@@ -1216,6 +1226,14 @@ impl World {
         }
         Step::Done
     }
+}
+
+/// What came of one store hide call.
+pub(super) struct HideCall {
+    pub answered: bool,
+    pub had_artifact: bool,
+    /// When to look next.
+    pub delay: u64,
 }
 
 /// What came of one store read.
