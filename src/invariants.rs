@@ -710,21 +710,26 @@ impl World {
         Ok(())
     }
 
-    /// The state `task` had at `version`. A compacted task keeps only its
-    /// current state.
-    fn history_at(&mut self, task: TaskId, version: i64) -> Option<TaskState> {
+    /// The state `task` had at `version`, once its mirror is up to date
+    /// (`None` if its history does not check). A compacted task keeps only
+    /// its current state.
+    fn history_at(&mut self, task: TaskId, version: i64) -> Option<&TaskState> {
         self.check_task_events(task).ok()?;
+        self.state_at(task, version)
+    }
+
+    /// The state `task` had at `version`, from an up-to-date mirror.
+    fn state_at(&self, task: TaskId, version: i64) -> Option<&TaskState> {
         let row = self.db.task(task);
         if row.state.version == version {
-            return Some(row.state.clone());
+            return Some(&row.state);
         }
-        let Mirror::Live(mirror) = self.mirror(task) else {
+        let Mirror::Live(mirror) = &self.checker.tasks[task.slot()] else {
             return None;
         };
         usize::try_from(version)
             .ok()
             .and_then(|v| mirror.history.get(v))
-            .cloned()
     }
 
     fn check_cache(&mut self, task: TaskId) -> Result<(), Fired> {
@@ -733,8 +738,8 @@ impl World {
             return Ok(());
         };
         let current = self.db.task(task).state.version;
-        let real = self.history_at(task, version);
-        if version > current || real.is_none_or(|state| state.status != status) {
+        let real = self.history_at(task, version).map(|state| state.status);
+        if version > current || real != Some(status) {
             return Err(Fired {
                 invariant: "cache-never-ahead",
                 message: format!(
@@ -748,11 +753,12 @@ impl World {
     }
 
     fn check_projection(&mut self, task: TaskId) -> Result<(), Fired> {
-        let Some(model) = self.projector.models.get(&task).map(|m| m.state.clone()) else {
+        let Some(version) = self.projector.models.get(&task).map(|m| m.state.version) else {
             return Ok(());
         };
-        let real = self.history_at(task, model.version);
-        if real.as_ref() != Some(&model) {
+        let synced = self.check_task_events(task).is_ok();
+        let model = &self.projector.models[&task].state;
+        if !synced || self.state_at(task, version) != Some(model) {
             return Err(Fired {
                 invariant: "projection-consistent",
                 message: format!(

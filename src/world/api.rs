@@ -16,7 +16,7 @@ use super::db::{
     Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
 };
 use super::events::{Command, CommandOutcome};
-use super::ids::{ActorId, ActorKind, DeadLetterId, RequestId, SignalId, TaskId};
+use super::ids::{ActorId, ActorKind, DeadLetterId, IntentId, RequestId, SignalId, TaskId};
 use super::step::Verb;
 use super::{Wake, World};
 
@@ -68,7 +68,6 @@ pub struct Call {
     pub api: u16,
     pub incarnation: u32,
     pub phase: ApiPhase,
-    pub send: u32,
 }
 
 /// `^[A-Za-z0-9_-]{6,80}$`
@@ -86,7 +85,7 @@ pub fn valid_input(input: &Input) -> bool {
 
 impl World {
     pub(super) fn api_step(&mut self, call_id: u64) -> bool {
-        let Some(call) = self.calls.get(&call_id).cloned() else {
+        let Some(call) = self.calls.get(&call_id).map(|call| (**call).clone()) else {
             return false;
         };
         let life = self.apis[call.api as usize];
@@ -95,8 +94,7 @@ impl World {
             return false;
         }
         let actor = ActorId::new(ActorKind::Api, call.api);
-        let op = call.op.clone();
-        let next = match (call.phase, op) {
+        let next = match (call.phase, call.op) {
             (ApiPhase::Arrive, ClientOp::Create { input, .. })
                 if self.mutant == Some(Mutant::PublishBeforeCommit) =>
             {
@@ -116,7 +114,7 @@ impl World {
                 },
             ) => {
                 self.begin(actor, Verb::Create);
-                self.api_create(call.request, &key, &input, fingerprint)
+                self.api_create(call.intent, &key, &input, fingerprint)
             }
             (
                 ApiPhase::InsertRecord,
@@ -127,7 +125,7 @@ impl World {
                 },
             ) => {
                 self.begin(actor, Verb::InsertRecord);
-                self.api_insert_after_check(call.request, &key, &input, fingerprint)
+                self.api_insert_after_check(call.intent, &key, &input, fingerprint)
             }
             (
                 ApiPhase::WriteQuota { remaining },
@@ -138,7 +136,7 @@ impl World {
                 },
             ) => {
                 self.begin(actor, Verb::Create);
-                self.api_write_quota(call.request, &key, &input, fingerprint, remaining)
+                self.api_write_quota(call.intent, &key, &input, fingerprint, remaining)
             }
             (
                 ApiPhase::CreateTask { task },
@@ -147,7 +145,7 @@ impl World {
                 },
             ) => {
                 self.begin(actor, Verb::CreateTask);
-                self.api_finish_split_create(call.request, &key, fingerprint, task)
+                self.api_finish_split_create(call.intent, &key, fingerprint, task)
             }
             (ApiPhase::Publish { task }, ClientOp::Create { input, .. }) => {
                 self.begin(actor, Verb::Publish);
@@ -241,12 +239,7 @@ impl World {
     }
 
     /// The answer an intent got, for ground truth.
-    fn answered(&mut self, request: RequestId, answer: Answer) {
-        let intent = self
-            .calls
-            .values()
-            .find(|call| call.request == request)
-            .and_then(|call| call.intent);
+    fn answered(&mut self, intent: Option<IntentId>, answer: Answer) {
         if let Some(intent) = intent {
             self.touched.answers.push((intent, answer, self.now));
         }
@@ -258,7 +251,7 @@ impl World {
     /// The create transaction (lesson 000 §3.1, DESIGN §3 "Create").
     fn api_create(
         &mut self,
-        request: RequestId,
+        intent: Option<IntentId>,
         key: &Text,
         input: &Arc<Input>,
         fingerprint: Sha,
@@ -279,7 +272,7 @@ impl World {
         if self.mutant == Some(Mutant::SplitIdempotencyInsert) {
             // Check now, insert in a later step, with no unique key between.
             return match self.lookup(key, fingerprint) {
-                Some(answer) => self.reply_create(request, answer),
+                Some(answer) => self.reply_create(intent, answer),
                 None => {
                     self.rec.outcome = "key-absent";
                     Some(ApiPhase::InsertRecord)
@@ -307,33 +300,33 @@ impl World {
             if fresh && crash.is_none() {
                 match self.mutant {
                     Some(Mutant::PublishAfterCommit) => {
-                        return self.reply_then(request, answer, ApiPhase::Publish { task });
+                        return self.reply_then(intent, answer, ApiPhase::Publish { task });
                     }
                     Some(Mutant::SplitCreateTransaction) => {
-                        return self.reply_then(request, answer, ApiPhase::CreateTask { task });
+                        return self.reply_then(intent, answer, ApiPhase::CreateTask { task });
                     }
                     _ => {}
                 }
             }
         }
         if crash == Some(true) {
-            self.answered(request, answer);
+            self.answered(intent, answer);
             return None;
         }
-        self.reply_create(request, answer)
+        self.reply_create(intent, answer)
     }
 
-    fn reply_create(&mut self, request: RequestId, answer: Answer) -> Option<ApiPhase> {
-        self.reply_then(request, answer, ApiPhase::Respond(Response::Create(answer)))
+    fn reply_create(&mut self, intent: Option<IntentId>, answer: Answer) -> Option<ApiPhase> {
+        self.reply_then(intent, answer, ApiPhase::Respond(Response::Create(answer)))
     }
 
     fn reply_then(
         &mut self,
-        request: RequestId,
+        intent: Option<IntentId>,
         answer: Answer,
         next: ApiPhase,
     ) -> Option<ApiPhase> {
-        self.answered(request, answer);
+        self.answered(intent, answer);
         if self.rec.outcome == "ok" {
             self.rec.outcome = match answer {
                 Answer::Accepted(_) => "accepted",
@@ -492,7 +485,7 @@ impl World {
     /// `split-idempotency-insert`, second step: insert without re-checking.
     fn api_insert_after_check(
         &mut self,
-        request: RequestId,
+        intent: Option<IntentId>,
         key: &Text,
         input: &Arc<Input>,
         fingerprint: Sha,
@@ -511,14 +504,14 @@ impl World {
             Answer::Refused(_) => RecordState::FailedFinal,
         };
         self.insert_record(key, fingerprint, state, answer);
-        self.reply_create(request, answer)
+        self.reply_create(intent, answer)
     }
 
     /// `quota-read-then-write`, second step: write the remaining count read
     /// earlier, minus one.
     fn api_write_quota(
         &mut self,
-        request: RequestId,
+        intent: Option<IntentId>,
         key: &Text,
         input: &Arc<Input>,
         fingerprint: Sha,
@@ -528,7 +521,7 @@ impl World {
             return None;
         }
         if let Some(answer) = self.lookup(key, fingerprint) {
-            return self.reply_create(request, answer);
+            return self.reply_create(intent, answer);
         }
         let answer = if remaining == 0 {
             let answer = Answer::Refused("QUOTA_EXCEEDED");
@@ -541,13 +534,13 @@ impl World {
             self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
             answer
         };
-        self.reply_create(request, answer)
+        self.reply_create(intent, answer)
     }
 
     /// `split-create-transaction`, second transaction: record and outbox row.
     fn api_finish_split_create(
         &mut self,
-        request: RequestId,
+        intent: Option<IntentId>,
         key: &Text,
         fingerprint: Sha,
         task: TaskId,
@@ -558,7 +551,7 @@ impl World {
         let answer = Answer::Accepted(task);
         self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
         self.insert_work_row(task, WorkKind::TaskCreated, 1, self.now);
-        self.reply_create(request, answer)
+        self.reply_create(intent, answer)
     }
 
     /// `publish-*-commit`: the API hands the message to the broker itself,

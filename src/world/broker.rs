@@ -146,11 +146,11 @@ impl Broker {
     }
 
     /// The next entry of `topic` visible at `now`, if any.
-    pub fn next_ready(&self, topic: Topic, now: u64) -> Option<EntryId> {
+    pub fn next_ready(&self, topic: Topic, now: u64) -> Option<(u64, EntryId)> {
         self.ready[topic_slot(topic)]
             .first()
             .filter(|(visible, _)| *visible <= now)
-            .map(|(_, id)| *id)
+            .copied()
     }
 
     /// The earliest time something changes by itself: an entry becomes

@@ -57,7 +57,6 @@ impl ClientOp {
 /// A request a client has sent and is waiting on (volatile client state).
 #[derive(Clone, Debug)]
 pub struct Outgoing {
-    pub id: RequestId,
     pub client: u16,
     pub op: ClientOp,
     pub intent: Option<IntentId>,
@@ -124,7 +123,6 @@ impl World {
         self.outgoing.insert(
             id,
             Box::new(Outgoing {
-                id,
                 client,
                 op,
                 intent,
@@ -168,7 +166,6 @@ impl World {
                 api,
                 incarnation,
                 phase: ApiPhase::Arrive,
-                send,
             }),
         );
         let arrive = self.now + self.latency();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
-use super::ids::{ActorId, DeadLetterId, OutboxId, SignalId, TaskId};
+use super::ids::{ActorId, DeadLetterId, OutboxId, TaskId};
 
 /// The one idempotency scope of this pipeline.
 pub const SCOPE: &str = "document-transform";
@@ -43,8 +43,6 @@ pub enum Answer {
 pub enum RecordState {
     Succeeded,
     FailedFinal,
-    /// Only the `split-idempotency-insert` mutant leaves a record here.
-    InProgress,
 }
 
 impl RecordState {
@@ -52,7 +50,6 @@ impl RecordState {
         match self {
             RecordState::Succeeded => "succeeded",
             RecordState::FailedFinal => "failed_final",
-            RecordState::InProgress => "in_progress",
         }
     }
 }
@@ -501,7 +498,6 @@ pub struct Db {
     /// Event ids that do not follow the `<task>:<type>:<attempt>` form
     /// (appended from outside), for the event-id unique constraint.
     pub foreign_event_ids: BTreeMap<Text, (TaskId, i64)>,
-    pub next_signal: u32,
     /// Something the reconciler looks at by time changed (a lease, a
     /// retention): it re-plans its next wake.
     pub reconcile_due_changed: bool,
@@ -566,11 +562,6 @@ impl Db {
 
     pub fn next_outbox_id(&self) -> OutboxId {
         OutboxId(self.outbox.len() as u32 + 1)
-    }
-
-    pub fn next_signal_id(&mut self) -> SignalId {
-        self.next_signal += 1;
-        SignalId(self.next_signal)
     }
 
     /// Inserts an outbox row and indexes it for the publishers.

@@ -38,17 +38,11 @@ impl World {
         self.broker.expire(now);
         let mut choice: Option<(u64, EntryId, ActorId)> = None;
         for topic in [Topic::TaskWork, Topic::TaskEvents] {
-            let Some(id) = self.broker.next_ready(topic, now) else {
+            let Some((visible, id)) = self.broker.next_ready(topic, now) else {
                 continue;
             };
             let Some(consumer) = self.free_consumer(topic) else {
                 continue;
-            };
-            let visible = match self.broker.entries[&id].state {
-                super::broker::EntryState::Ready { visible_ms } => visible_ms,
-                super::broker::EntryState::InFlight { .. } => {
-                    unreachable!("ready entries are ready")
-                }
             };
             if choice.is_none_or(|(v, e, _)| (visible, id) < (v, e)) {
                 choice = Some((visible, id, consumer));
@@ -141,23 +135,25 @@ impl World {
             ActorKind::Worker => {
                 let index = consumer.index as usize;
                 self.next_worker = (index + 1) % self.workers.len();
+                let copy = duplicate.then(|| delivery.clone());
                 let delivery_id = self.new_delivery_id();
                 self.workers[index]
                     .mailbox
-                    .push((arrival, delivery_id, delivery.clone()));
-                if duplicate {
+                    .push((arrival, delivery_id, delivery));
+                if let Some(copy) = copy {
                     let copy_id = self.new_delivery_id();
                     let later = arrival + self.latency();
-                    self.workers[index].mailbox.push((later, copy_id, delivery));
+                    self.workers[index].mailbox.push((later, copy_id, copy));
                 }
                 debug_assert_eq!(self.workers[index].phase, WorkerPhase::Idle);
                 self.poke(consumer, arrival);
             }
             _ => {
-                self.projector_receive(delivery.clone(), arrival);
-                if duplicate {
+                let copy = duplicate.then(|| delivery.clone());
+                self.projector_receive(delivery, arrival);
+                if let Some(copy) = copy {
                     let later = arrival + self.latency();
-                    self.projector_receive(delivery, later);
+                    self.projector_receive(copy, later);
                 }
             }
         }

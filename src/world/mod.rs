@@ -146,7 +146,6 @@ pub struct Intent {
     pub key: Text,
     pub fingerprint: crate::hash::Sha,
     pub first: Option<IntentAnswer>,
-    pub replay: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,8 +191,6 @@ impl Touched {
 /// Counts for summaries and coverage.
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
-    /// Steps by action, dense: `kind * Verb::ALL.len() + verb`.
-    pub steps_by_action: Vec<u64>,
     pub sometimes: BTreeMap<&'static str, u64>,
     pub transitions: BTreeMap<(crate::task::Status, crate::task::EventType), u64>,
     pub rejections: BTreeMap<&'static str, u64>,
@@ -345,10 +342,7 @@ impl World {
             intent_index: BTreeMap::new(),
             trace: Trace::new(),
             checker: Checker::default(),
-            counters: Counters {
-                steps_by_action: vec![0; ActorKind::ALL.len() * Verb::ALL.len()],
-                ..Counters::default()
-            },
+            counters: Counters::default(),
             violation: None,
             generator,
             workload_on: true,
@@ -633,8 +627,6 @@ impl World {
         let record = std::mem::replace(&mut self.rec, blank_record());
         let action = record.action();
         let actor = record.actor;
-        self.counters.steps_by_action
-            [action.kind as usize * Verb::ALL.len() + action.verb as usize] += 1;
         if let Err(error) = self.trace.push(record) {
             panic!("writing the trace failed: {error}");
         }
@@ -743,7 +735,6 @@ impl World {
             key: key.clone(),
             fingerprint,
             first: None,
-            replay: false,
         })));
         id
     }

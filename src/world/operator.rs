@@ -126,9 +126,6 @@ impl World {
         );
         self.db.replays.insert(id, task);
         let intent = self.intent_for(&key, fingerprint, true);
-        if let Some(intent) = self.intents[intent.slot()].as_mut() {
-            intent.replay = true;
-        }
         self.touched
             .answers
             .push((intent, Answer::Accepted(task), self.now));

@@ -8,7 +8,6 @@
 use crate::mutants::Mutant;
 use crate::task::Status;
 
-use super::broker::is_transient;
 use super::db::{Payload, ReviewReason, Topic, WorkKind};
 use super::fence::{Fence, FenceProgress, FencePurpose};
 use super::ids::{ActorId, DeadLetterId, TaskId};
@@ -189,7 +188,7 @@ impl World {
             .expect("listed dead letters exist")
             .clone();
         let task = letter.task;
-        let transient = is_transient(letter.error_code);
+        let transient = letter.transient;
         let message_live = self.broker.has_live_message(letter.message);
         // An event the projector never got is always worth sending again:
         // applying it is idempotent, and the read model needs it.
