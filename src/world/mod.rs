@@ -126,7 +126,36 @@ pub struct Life {
     pub up: bool,
     pub incarnation: u32,
     /// When a poke is already queued, so pokes are not piled up.
-    pub poke_at: Option<u64>,
+    pub poke_at: QueuedAt,
+}
+
+/// When a wake of one kind is already queued, so that another for the
+/// same or a later time is not queued too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueuedAt(Option<u64>);
+
+impl QueuedAt {
+    /// Whether a wake at `at` must be queued (none is at or before it);
+    /// if so, it counts as queued from now on.
+    fn wants(&mut self, at: u64) -> bool {
+        if self.0.is_some_and(|queued| queued <= at) {
+            return false;
+        }
+        self.0 = Some(at);
+        true
+    }
+
+    /// The queued wake for `now` has fired.
+    fn fired(&mut self, now: u64) {
+        if self.0 == Some(now) {
+            self.0 = None;
+        }
+    }
+
+    /// Its wake will find nothing to do (its actor crashed).
+    fn forget(&mut self) {
+        self.0 = None;
+    }
 }
 
 impl Life {
@@ -134,7 +163,7 @@ impl Life {
         Life {
             up: true,
             incarnation: 1,
-            poke_at: None,
+            poke_at: QueuedAt::default(),
         }
     }
 }
@@ -212,7 +241,7 @@ pub struct World {
     sequence: u64,
     /// Queued wakes that are not housekeeping.
     working: u64,
-    housekeeping_at: Option<u64>,
+    housekeeping_at: QueuedAt,
     delays: Prng,
     pub faults: Injector,
     pub db: Db,
@@ -269,7 +298,7 @@ pub struct World {
     worker_names: Vec<Text>,
     /// What a compacted task's row points at instead of its input.
     pub compacted_input: Arc<Input>,
-    broker_poke_at: Option<u64>,
+    broker_poke_at: QueuedAt,
     next_worker: usize,
 }
 
@@ -314,7 +343,7 @@ impl World {
             queue: BinaryHeap::new(),
             sequence: 0,
             working: 0,
-            housekeeping_at: None,
+            housekeeping_at: QueuedAt::default(),
             delays: Prng::new(seed, Stream::Delays),
             faults: Injector::new(scenario.faults.clone(), rates, seed),
             db: Db::with_quota(config.quota),
@@ -356,7 +385,7 @@ impl World {
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
                 .collect(),
-            broker_poke_at: None,
+            broker_poke_at: QueuedAt::default(),
             next_worker: 0,
             config,
         };
@@ -396,11 +425,9 @@ impl World {
 
     /// Schedules housekeeping at `at` unless some is queued sooner.
     pub fn housekeeping(&mut self, at: u64) {
-        if self.housekeeping_at.is_some_and(|queued| queued <= at) {
-            return;
+        if self.housekeeping_at.wants(at) {
+            self.schedule(at, Wake::Housekeeping);
         }
-        self.housekeeping_at = Some(at);
-        self.schedule(at, Wake::Housekeeping);
     }
 
     /// Time until an actor's next step: drawn from the delays stream.
@@ -463,11 +490,9 @@ impl World {
         let Some(life) = self.life_mut(actor) else {
             return;
         };
-        if !life.up || life.poke_at.is_some_and(|queued| queued <= at) {
-            return;
+        if life.up && life.poke_at.wants(at) {
+            self.schedule(at, Wake::Poke(actor));
         }
-        life.poke_at = Some(at);
-        self.schedule(at, Wake::Poke(actor));
     }
 
     /// Schedules a busy actor's next step after `delay`.
@@ -478,11 +503,9 @@ impl World {
     }
 
     pub fn poke_broker(&mut self, at: u64) {
-        if self.broker_poke_at.is_some_and(|queued| queued <= at) {
-            return;
+        if self.broker_poke_at.wants(at) {
+            self.schedule(at, Wake::Broker);
         }
-        self.broker_poke_at = Some(at);
-        self.schedule(at, Wake::Broker);
     }
 
     /// Runs at most one step. Wakes that find nothing to do are consumed
@@ -523,26 +546,20 @@ impl World {
                 let Some(life) = self.life_mut(actor) else {
                     return false;
                 };
-                if life.poke_at == Some(now) {
-                    life.poke_at = None;
-                }
+                life.poke_at.fired(now);
                 if !life.up {
                     return false;
                 }
                 self.actor_step(actor, true)
             }
             Wake::Broker => {
-                if self.broker_poke_at == Some(self.now) {
-                    self.broker_poke_at = None;
-                }
+                self.broker_poke_at.fired(self.now);
                 self.broker_step()
             }
             Wake::Restart(actor) => self.restart(actor),
             Wake::Workload => self.generate(),
             Wake::Housekeeping => {
-                if self.housekeeping_at == Some(self.now) {
-                    self.housekeeping_at = None;
-                }
+                self.housekeeping_at.fired(self.now);
                 if !self.reconciler.life.up
                     || !matches!(self.reconciler.phase, ReconcilerPhase::Idle)
                 {
@@ -661,7 +678,7 @@ impl World {
         if let Some(life) = self.life_mut(actor) {
             life.up = false;
             life.incarnation += 1;
-            life.poke_at = None;
+            life.poke_at.forget();
         }
         let index = actor.index as usize;
         match actor.kind {
