@@ -32,12 +32,12 @@ pub fn simulate(
     steps_max: u64,
     mut on_step: impl FnMut(&World, u64),
 ) -> Outcome {
-    let mut last = world.trace.records;
+    let mut last = world.steps;
     let mut advance = |world: &mut World| -> bool {
         match world.step() {
             Stepped::Step => {
-                let added = world.trace.records - last;
-                last = world.trace.records;
+                let added = world.steps - last;
+                last = world.steps;
                 on_step(world, added);
                 true
             }

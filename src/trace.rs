@@ -222,7 +222,6 @@ pub struct Trace {
     json: String,
     /// Every record kept in memory (for the story and tests), when asked.
     pub kept: Option<Vec<Record>>,
-    pub records: u64,
 }
 
 impl Trace {
@@ -234,7 +233,6 @@ impl Trace {
             lines: None,
             json: String::new(),
             kept: None,
-            records: 0,
         }
     }
 
@@ -242,7 +240,6 @@ impl Trace {
         self.buffer.clear();
         record.encode(&mut self.buffer);
         self.hasher.update(self.buffer.framed());
-        self.records += 1;
         if let Some(out) = self.lines.as_mut() {
             self.json.clear();
             record.write_json(&mut self.json);
