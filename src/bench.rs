@@ -253,8 +253,6 @@ pub fn measure(workload: &Workload) -> Sample {
         }
         Workload::Campaign { jobs, seeds, steps } => {
             let options = CampaignOptions {
-                seed: 1,
-                runs: *seeds,
                 steps: *steps,
                 jobs: *jobs,
                 mutant: None,

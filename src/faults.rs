@@ -183,13 +183,6 @@ impl FaultRates {
             ppm: vec![0; catalogue().len()],
         }
     }
-
-    pub fn rate(&self, site: Site, kind: FaultKind) -> u32 {
-        catalogue()
-            .iter()
-            .position(|entry| *entry == (site, kind))
-            .map_or(0, |index| self.ppm[index])
-    }
 }
 
 /// A fault that fired: what, where, and at which step.

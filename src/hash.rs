@@ -61,11 +61,6 @@ pub fn canonical_json(value: &serde_json::Value) -> String {
     serde_json::to_string(value).expect("a serde_json::Value always serializes")
 }
 
-/// SHA-256 of the canonical JSON of `value`.
-pub fn canonical_sha256(value: &serde_json::Value) -> Sha {
-    sha256(canonical_json(value).as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

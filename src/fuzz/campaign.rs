@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::faults::{FaultKind, Placement, ScriptedFault, Site};
-use crate::hash::{Sha, hex};
+use crate::hash::Sha;
 use crate::invariants::Violation;
 use crate::mutants::Mutant;
 use crate::scenario::{Expect, Scenario};
@@ -21,8 +21,6 @@ use super::workload::Generator;
 /// What a campaign is asked to do.
 #[derive(Clone, Debug)]
 pub struct CampaignOptions {
-    pub seed: u64,
-    pub runs: u64,
     pub steps: u64,
     pub jobs: usize,
     pub mutant: Option<Mutant>,
@@ -102,7 +100,6 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     }
     let failed = result.outcome.violation.is_some() || !result.outcome.not_converged.is_empty();
     if failed {
-        let repro = reproducer(&scenario, &world, &result.outcome);
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());
         result.report = Some(match &result.outcome.violation {
@@ -113,6 +110,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
             ),
         });
         if options.write_repro {
+            let repro = reproducer(&scenario, &world, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
             if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
             {
@@ -208,32 +206,17 @@ pub fn reproducer(scenario: &Scenario, world: &World, outcome: &Outcome) -> Scen
     // a violation, 3 for no convergence) until the bug is fixed, and then
     // passes, so it can be kept as a regression scenario as it is.
     repro.expect = Expect::default();
-    repro.sim_version = Some(crate::scenario::write::SIM_VERSION.to_string());
-    repro.config_sha256 = Some(crate::scenario::write::config_sha256(&repro.config));
     repro
 }
 
-/// Seeds `first..first + runs`, run on `jobs` threads; results in seed
-/// order whatever the threads did.
+/// Runs `seeds` on `jobs` threads (one thread is just `jobs = 1`);
+/// results in seed order whatever the threads did.
 pub fn run_seeds(
     seeds: &[u64],
     options: &CampaignOptions,
     mut progress: impl FnMut(&SeedResult) + Send,
 ) -> Vec<SeedResult> {
     let jobs = options.jobs.max(1);
-    if jobs == 1 {
-        let mut results = Vec::new();
-        for seed in seeds {
-            let result = run_seed(*seed, options);
-            progress(&result);
-            let stop = options.stop_at_first && result.outcome.violation.is_some();
-            results.push(result);
-            if stop {
-                break;
-            }
-        }
-        return results;
-    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (sender, receiver) = std::sync::mpsc::channel::<SeedResult>();
@@ -275,10 +258,6 @@ pub fn run_seeds(
         results.truncate(first + 1);
     }
     results
-}
-
-pub fn hex_of(sha: &Sha) -> String {
-    hex(sha)
 }
 
 pub fn out_dir(path: Option<&Path>) -> PathBuf {

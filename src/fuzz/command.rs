@@ -286,8 +286,6 @@ pub fn shard_seeds(first: u64, runs: u64, shard: Option<(u64, u64)>) -> Vec<u64>
 pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     let seeds = shard_seeds(options.seed, options.runs, options.shard);
     let campaign = CampaignOptions {
-        seed: options.seed,
-        runs: options.runs,
         steps: options.steps,
         jobs: options.jobs,
         mutant: options.mutant,

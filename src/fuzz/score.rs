@@ -45,8 +45,6 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
         .map(|mutant| {
             let watch = Stopwatch::start();
             let campaign = CampaignOptions {
-                seed: options.seed,
-                runs: options.runs,
                 steps: options.steps,
                 jobs: options.jobs,
                 mutant: Some(mutant),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::config::{Config, KnobValue};
+use crate::config::Config;
 use crate::faults::{Placement, ScriptedFault};
 use crate::hash::{hex, sha256};
 use crate::task::json::event_to_json;
@@ -134,12 +134,7 @@ pub fn to_toml(scenario: &Scenario) -> String {
     );
     let _ = writeln!(out, "\n[config]");
     for (name, value) in scenario.config.values() {
-        let text = match value {
-            KnobValue::Integer(n) => n.to_string(),
-            KnobValue::Bool(b) => b.to_string(),
-            KnobValue::Policy(p) => quote(p.as_str()),
-        };
-        let _ = writeln!(out, "{name} = {text}");
+        let _ = writeln!(out, "{name} = {value}");
     }
     if scenario.expect.violation.is_some() || !scenario.expect.facts.is_empty() {
         let _ = writeln!(out, "\n[expect]");
