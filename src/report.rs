@@ -45,22 +45,22 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// From the number of (status, event type) pairs exercised and whether
+    /// each reject reason and race (by name) was seen: one run's counters
+    /// and a campaign's summed maps both answer that.
     pub fn of(
-        transitions: &BTreeMap<(Status, EventType), u64>,
-        rejections: &BTreeMap<&'static str, u64>,
-        races: &BTreeMap<&'static str, u64>,
+        pairs_seen: usize,
+        rejection_seen: impl Fn(&str) -> bool,
+        race_seen: impl Fn(&str) -> bool,
     ) -> Coverage {
         let declared_pairs = Status::ALL.len() * EventType::ALL.len();
         let seen_rejections = RejectReason::ALL
             .iter()
-            .filter(|reason| rejections.get(reason.as_str()).is_some_and(|n| *n > 0))
+            .filter(|reason| rejection_seen(reason.as_str()))
             .count();
-        let seen_races = RACES
-            .iter()
-            .filter(|race| races.get(*race).is_some_and(|n| *n > 0))
-            .count();
+        let seen_races = RACES.iter().filter(|race| race_seen(race)).count();
         Coverage {
-            transitions: (transitions.len(), declared_pairs),
+            transitions: (pairs_seen, declared_pairs),
             rejections: (seen_rejections, RejectReason::ALL.len()),
             races: (seen_races, RACES.len()),
         }
@@ -137,10 +137,11 @@ pub fn summary(world: &World, scenario: &str, outcome: &Outcome) -> String {
         "checks       {} invariant checks",
         world.counters.invariant_checks
     );
+    let counters = &world.counters;
     let coverage = Coverage::of(
-        &world.counters.transitions,
-        &world.counters.rejections,
-        &world.counters.races,
+        counters.transitions.len(),
+        |reason| counters.rejections.get(reason).is_some_and(|n| *n > 0),
+        |race| counters.races.get(race).is_some_and(|n| *n > 0),
     );
     let _ = writeln!(out, "coverage     {}", coverage.line());
     if !world.db.manual_review.is_empty() {

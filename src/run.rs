@@ -55,11 +55,7 @@ pub fn execute(
             )),
         }
     }
-    let fired = outcome
-        .violation
-        .as_ref()
-        .map(|v| v.invariant)
-        .or((!outcome.not_converged.is_empty()).then_some("converges"));
+    let fired = outcome.fired();
     let exit = match (&scenario.expect.violation, fired) {
         (Some(expected), Some(fired)) if expected == fired => {
             if unmet.is_empty() {

@@ -23,6 +23,24 @@ impl Outcome {
     pub fn converged(&self) -> bool {
         self.violation.is_none() && self.not_converged.is_empty()
     }
+
+    /// What the run broke: the violated invariant, or `converges` for a run
+    /// that did not converge; `None` for a clean run.
+    pub fn fired(&self) -> Option<&'static str> {
+        match &self.violation {
+            Some(violation) => Some(violation.invariant),
+            None if !self.not_converged.is_empty() => Some("converges"),
+            None => None,
+        }
+    }
+
+    /// The step a failure is reported at: the violation's, or the last
+    /// step (`steps`) of a run that did not converge.
+    pub fn failed_at(&self, steps: u64) -> u64 {
+        self.violation
+            .as_ref()
+            .map_or(steps, |violation| violation.step)
+    }
 }
 
 /// Runs `world` through both phases, calling `on_step` after every step

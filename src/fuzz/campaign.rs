@@ -98,7 +98,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
             result.nondeterminism = Some(first_difference(seed, options));
         }
     }
-    let failed = result.outcome.violation.is_some() || !result.outcome.not_converged.is_empty();
+    let failed = !result.outcome.converged();
     if failed {
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());

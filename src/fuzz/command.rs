@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{EXIT_INPUT, EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION, InputError};
 use crate::faults::{Site, catalogue};
 use crate::mutants::Mutant;
-use crate::report::{RACES, SOMETIMES};
-use crate::task::{EventType, RejectReason, Status};
+use crate::report::{Coverage, RACES, SOMETIMES};
 
 use super::campaign::{CampaignOptions, SeedResult, run_seeds};
 
@@ -104,17 +103,11 @@ impl Summary {
         for (key, n) in &result.review {
             add(&mut self.review, key.to_string(), *n);
         }
-        if let Some(violation) = &result.outcome.violation {
+        if let Some(invariant) = result.outcome.fired() {
             self.failures.push(Failure {
                 seed: result.seed,
-                invariant: violation.invariant.to_string(),
-                step: violation.step,
-            });
-        } else if !result.outcome.not_converged.is_empty() {
-            self.failures.push(Failure {
-                seed: result.seed,
-                invariant: "converges".into(),
-                step: result.steps,
+                invariant: invariant.to_string(),
+                step: result.outcome.failed_at(result.steps),
             });
         }
         if result.nondeterminism.is_some() {
@@ -205,22 +198,12 @@ impl Summary {
             })
             .collect();
         let _ = writeln!(out, "fault sites reached: {}", reached.join(", "));
-        let pairs = Status::ALL.len() * EventType::ALL.len();
-        let seen_rejections = RejectReason::ALL
-            .iter()
-            .filter(|reason| self.rejections.contains_key(reason.as_str()))
-            .count();
-        let seen_races = RACES
-            .iter()
-            .filter(|race| self.races.contains_key(**race))
-            .count();
-        let _ = writeln!(
-            out,
-            "coverage      transitions {}/{pairs}, rejections {seen_rejections}/{}, races {seen_races}/{}",
+        let coverage = Coverage::of(
             self.transitions.len(),
-            RejectReason::ALL.len(),
-            RACES.len()
+            |reason| self.rejections.contains_key(reason),
+            |race| self.races.contains_key(race),
         );
+        let _ = writeln!(out, "coverage      {}", coverage.line());
         let missing: Vec<&str> = RACES
             .iter()
             .copied()
@@ -303,7 +286,7 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     let results = run_seeds(&seeds, &campaign, |result| {
         done += 1;
         steps += result.steps;
-        if result.outcome.violation.is_some() || !result.outcome.not_converged.is_empty() {
+        if !result.outcome.converged() {
             failing += 1;
         }
         let elapsed = started.seconds();

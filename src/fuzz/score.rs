@@ -57,17 +57,17 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
             let mut steps = 0;
             let mut killed = None;
             for (index, result) in results.iter().enumerate() {
-                let fired = match &result.outcome.violation {
-                    Some(violation) => Some((violation.invariant.to_string(), violation.step)),
-                    None if !result.outcome.not_converged.is_empty() => {
-                        Some(("converges".to_string(), result.steps))
-                    }
-                    None => None,
-                };
-                match fired {
-                    Some((invariant, step)) => {
-                        killed =
-                            Some((invariant, result.seed, step, index as u64 + 1, steps + step));
+                match result.outcome.fired() {
+                    Some(invariant) => {
+                        let step = result.outcome.failed_at(result.steps);
+                        let seeds = index as u64 + 1;
+                        killed = Some((
+                            invariant.to_string(),
+                            result.seed,
+                            step,
+                            seeds,
+                            steps + step,
+                        ));
                         break;
                     }
                     None => steps += result.steps,
