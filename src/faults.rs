@@ -315,6 +315,10 @@ impl Injector {
     /// Arms `After` placements and returns the actors a scripted or random
     /// crash takes down now.
     pub fn after_step(&mut self, action: Action, actor: ActorId, step: u64) -> Option<ActorId> {
+        if actor.kind.can_crash() {
+            // Every step of a crashable actor is a place a crash can land.
+            self.site_count[Site::Crash.index()] += 1;
+        }
         if self.scripted.is_empty() {
             return self.random_crash(actor, step);
         }
@@ -330,10 +334,6 @@ impl Injector {
             .or_insert(0);
         *crash_steps += 1;
         let actor_steps = *crash_steps;
-        if actor.kind.can_crash() {
-            // Every step of a crashable actor is a place a crash can land.
-            self.site_count[Site::Crash.index()] += 1;
-        }
         if !self.enabled {
             return None;
         }
@@ -392,9 +392,6 @@ impl Injector {
     fn random_crash(&mut self, actor: ActorId, step: u64) -> Option<ActorId> {
         if !actor.kind.can_crash() {
             return None;
-        }
-        if self.scripted.is_empty() {
-            self.site_count[Site::Crash.index()] += 1;
         }
         let ppm = self.rates[Site::Crash.index()][0];
         if !self.enabled || !self.any_random || ppm == 0 || !self.rng.chance(ppm) {
