@@ -86,7 +86,6 @@ pub fn draw(seed: u64) -> Draw {
         read_status: rng.range(0, 20) as u32,
         poison: rng.range(0, 4) as u32,
         replay: rng.range(0, 4) as u32,
-        bump: 0,
     };
     Draw { config, rates, mix }
 }

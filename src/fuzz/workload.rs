@@ -27,8 +27,8 @@ pub struct WorkloadMix {
     pub cancel: u32,
     pub read_status: u32,
     pub poison: u32,
+    /// A dead-letter replay (the first one bumps the handler version).
     pub replay: u32,
-    pub bump: u32,
 }
 
 impl Default for WorkloadMix {
@@ -43,7 +43,6 @@ impl Default for WorkloadMix {
             read_status: 12,
             poison: 2,
             replay: 2,
-            bump: 0,
         }
     }
 }
@@ -52,7 +51,10 @@ impl Default for WorkloadMix {
 #[derive(Clone, Debug)]
 pub struct Generator {
     rng: Prng,
-    pub mix: WorkloadMix,
+    /// The mix's weights in request-kind order, and their sum.
+    weights: [u32; 8],
+    total: u64,
+    gap_ms_max: u64,
     clients: u16,
     apis: u16,
     /// Recent creates (key, input), for retries, reuse, cancels and reads;
@@ -68,9 +70,21 @@ const RECENT_MAX: usize = 64;
 
 impl Generator {
     pub fn new(seed: u64, mix: WorkloadMix, clients: u16, apis: u16) -> Generator {
+        let weights = [
+            mix.create,
+            mix.duplicate_create,
+            mix.retry_same_key,
+            mix.reuse_key,
+            mix.cancel,
+            mix.read_status,
+            mix.poison,
+            mix.replay,
+        ];
         Generator {
             rng: Prng::new(seed, Stream::Workload),
-            mix,
+            weights,
+            total: weights.iter().map(|w| u64::from(*w)).sum::<u64>().max(1),
+            gap_ms_max: mix.gap_ms_max.max(1),
             clients,
             apis,
             recent: VecDeque::with_capacity(RECENT_MAX),
@@ -112,36 +126,29 @@ impl Generator {
         self.request(at_ms, RequestKind::Create { key, input })
     }
 
-    fn recent_key(&mut self) -> Option<(String, serde_json::Value)> {
+    /// One of the recent creates, drawn at random.
+    fn recent(&mut self) -> Option<&(String, serde_json::Value)> {
         if self.recent.is_empty() {
             return None;
         }
         let index = self.rng.index(self.recent.len());
-        Some(self.recent[index].clone())
+        Some(&self.recent[index])
+    }
+
+    /// The key of one of the recent creates.
+    fn recent_key(&mut self) -> Option<String> {
+        self.recent().map(|(key, _)| key.clone())
     }
 
     /// The next request at `now` and the gap before the one after it.
     pub fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64) {
         if let Some(request) = self.pending.take() {
-            return (request, self.rng.range(1, self.mix.gap_ms_max.max(1)));
+            return (request, self.rng.range(1, self.gap_ms_max));
         }
-        let gap = self.rng.range(1, self.mix.gap_ms_max.max(1));
-        let m = &self.mix;
-        let weights = [
-            m.create,
-            m.duplicate_create,
-            m.retry_same_key,
-            m.reuse_key,
-            m.cancel,
-            m.read_status,
-            m.poison,
-            m.replay,
-            m.bump,
-        ];
-        let total: u64 = weights.iter().map(|w| u64::from(*w)).sum::<u64>().max(1);
-        let mut pick = self.rng.below(total);
+        let gap = self.rng.range(1, self.gap_ms_max);
+        let mut pick = self.rng.below(self.total);
         let mut choice = 0;
-        for (index, weight) in weights.iter().enumerate() {
+        for (index, weight) in self.weights.iter().enumerate() {
             if pick < u64::from(*weight) {
                 choice = index;
                 break;
@@ -157,19 +164,19 @@ impl Generator {
                 self.pending = Some(twin);
                 return (request, 0);
             }
-            2 => match self.recent_key() {
+            2 => match self.recent().cloned() {
                 Some((key, input)) => self.request(now, RequestKind::Create { key, input }),
                 None => self.new_create(now, false),
             },
             3 => match self.recent_key() {
-                Some((key, _)) => {
+                Some(key) => {
                     let input = self.input(false);
                     self.request(now, RequestKind::Create { key, input })
                 }
                 None => self.new_create(now, false),
             },
             4 => match self.recent_key() {
-                Some((key, _)) => self.request(
+                Some(key) => self.request(
                     now,
                     RequestKind::Cancel {
                         target: Target::Key(key),
@@ -178,7 +185,7 @@ impl Generator {
                 None => self.new_create(now, false),
             },
             5 => match self.recent_key() {
-                Some((key, _)) => self.request(
+                Some(key) => self.request(
                     now,
                     RequestKind::ReadStatus {
                         target: Target::Key(key),
@@ -210,7 +217,6 @@ impl Generator {
                     None => self.new_create(now, false),
                 }
             }
-            8 => self.request(now, RequestKind::BumpHandlerVersion { version: 2 }),
             _ => self.new_create(now, false),
         };
         (request, gap)
