@@ -13,7 +13,8 @@ pub fn sha256(bytes: &[u8]) -> Sha {
     hasher.finalize().into()
 }
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// Lowercase hex digits by value.
+pub const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Lowercase hex of any byte string.
 pub fn hex(bytes: &[u8]) -> String {

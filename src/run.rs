@@ -167,17 +167,20 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if let Some(mut lines) = finished.world.trace.lines.take() {
         let _ = lines.flush();
     }
+    let dump_text = options
+        .dump
+        .as_ref()
+        .map(|_| serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n");
     // Likewise the dump file: written whole before the summary, or not at all.
-    if let Some(path) = options.dump.as_ref().filter(|_| !dump_to_stdout) {
-        let text = serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n";
-        if let Err(error) = std::fs::write(path, text) {
-            crate::output::remove_partial(path);
-            crate::errln!(
-                "{}",
-                InputError::new(format!("cannot write: {error}")).in_file(path)
-            );
-            return EXIT_INPUT;
-        }
+    if let (Some(path), Some(text), false) = (&options.dump, &dump_text, dump_to_stdout)
+        && let Err(error) = std::fs::write(path, text)
+    {
+        crate::output::remove_partial(path);
+        crate::errln!(
+            "{}",
+            InputError::new(format!("cannot write: {error}")).in_file(path)
+        );
+        return EXIT_INPUT;
     }
     let name = match &scenario.path {
         Some(path) => format!("{} ({path})", scenario.name),
@@ -218,8 +221,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         );
     }
     drop(out);
-    if dump_to_stdout {
-        let text = serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n";
+    if let (Some(text), true) = (&dump_text, dump_to_stdout) {
         crate::out!("{text}");
     }
     finished.exit

@@ -87,15 +87,8 @@ pub fn run_replay_events(file: &Path, policy: Policy) -> u8 {
         }
         Err(invalid) => (invalid.to_json().to_string(), EXIT_VIOLATION),
     };
-    let mut stdout = io::stdout().lock();
-    match writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
-        Ok(()) => code,
-        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => code,
-        Err(error) => {
-            crate::errln!("error: cannot write to standard output: {error}");
-            EXIT_INPUT
-        }
-    }
+    crate::outln!("{line}");
+    code
 }
 
 /// `sim transition FILE` with the results going to `output` instead of

@@ -6,29 +6,33 @@ use std::process::{Command, Output};
 
 /// Every scenario file under `scenarios/`, sorted.
 pub fn scenario_files() -> Vec<PathBuf> {
+    files_under("scenarios", "toml")
+}
+
+/// Every file with extension `ext` under `dir` (relative to the crate
+/// root), at any depth, sorted.
+pub fn files_under(dir: &str, ext: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, ext: &str, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, ext, files);
+            } else if path.extension().is_some_and(|found| found == ext) {
+                files.push(path);
+            }
+        }
+    }
     let mut files = Vec::new();
     walk(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .as_path(),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(dir),
+        ext,
         &mut files,
     );
     files.sort();
     files
-}
-
-fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            walk(&path, files);
-        } else if path.extension().is_some_and(|ext| ext == "toml") {
-            files.push(path);
-        }
-    }
 }
 
 /// The scenario's path relative to `scenarios/`, without `.toml`.

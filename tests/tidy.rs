@@ -2,23 +2,12 @@
 //! clocks or OS randomness in `src/` (the wall clock lives in one file that
 //! only reports speed), and every file says what lives there.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn sources() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).expect("src/ is readable").flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
-    out.sort();
-    out
+    let sources = crate::common::files_under("src", "rs");
+    assert!(!sources.is_empty(), "src/ is readable");
+    sources
 }
 
 #[test]

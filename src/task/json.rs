@@ -1269,7 +1269,7 @@ fn emit_str<S: Sink>(out: &mut S, text: &str) {
             0x08 => "\\b",
             0x0c => "\\f",
             0x00..=0x1f => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
+                use crate::hash::HEX;
                 control[4] = HEX[usize::from(byte >> 4)];
                 control[5] = HEX[usize::from(byte & 0xf)];
                 std::str::from_utf8(&control).expect("ASCII escape")
