@@ -13,10 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 use crate::error::{EXIT_INPUT, EXIT_OK};
 use crate::faults::{FaultRates, Site, catalogue};
-use crate::fuzz::campaign::{CampaignOptions, run_seeds};
+use crate::fuzz::WorkloadMix;
+use crate::fuzz::campaign::{CampaignOptions, run_seeds, world_of_draw};
 use crate::fuzz::swarm::Draw;
-use crate::fuzz::{Generator, WorkloadMix};
-use crate::scenario::{Expect, Scenario};
 use crate::stopwatch::Stopwatch;
 use crate::world::{Stepped, World};
 
@@ -162,28 +161,7 @@ pub fn bench_draw() -> Draw {
 }
 
 pub fn bench_world(steps: u64) -> World {
-    let draw = bench_draw();
-    let scenario = Scenario {
-        name: "bench".into(),
-        description: "sim bench".into(),
-        seed: 1,
-        steps_max: steps,
-        mutant: None,
-        config: draw.config.clone(),
-        requests: Vec::new(),
-        faults: Vec::new(),
-        expect: Expect::default(),
-        path: None,
-        sim_version: None,
-        config_sha256: None,
-    };
-    let generator = Generator::new(
-        1,
-        draw.mix.clone(),
-        draw.config.clients as u16,
-        draw.config.apis as u16,
-    );
-    let mut world = World::new(&scenario, &draw.rates, Some(generator));
+    let (_, mut world) = world_of_draw(1, steps, None, &bench_draw());
     world.keep_request_log = false;
     world
 }

@@ -75,7 +75,18 @@ pub fn fuzz_scenario(seed: u64, steps: u64, mutant: Option<Mutant>, draw: &Draw)
 /// Builds the world of one fuzz seed.
 pub fn fuzz_world(seed: u64, steps: u64, mutant: Option<Mutant>) -> (Scenario, World, Draw) {
     let draw = draw(seed);
-    let scenario = fuzz_scenario(seed, steps, mutant, &draw);
+    let (scenario, world) = world_of_draw(seed, steps, mutant, &draw);
+    (scenario, world, draw)
+}
+
+/// The world a draw describes, with the fuzz workload from `seed`.
+pub fn world_of_draw(
+    seed: u64,
+    steps: u64,
+    mutant: Option<Mutant>,
+    draw: &Draw,
+) -> (Scenario, World) {
+    let scenario = fuzz_scenario(seed, steps, mutant, draw);
     let generator = Generator::new(
         seed,
         draw.mix.clone(),
@@ -83,7 +94,7 @@ pub fn fuzz_world(seed: u64, steps: u64, mutant: Option<Mutant>) -> (Scenario, W
         draw.config.apis as u16,
     );
     let world = World::new(&scenario, &draw.rates, Some(generator));
-    (scenario, world, draw)
+    (scenario, world)
 }
 
 /// Runs one seed to its end.

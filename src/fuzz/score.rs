@@ -101,33 +101,30 @@ pub fn table(kills: &[Kill], options: &ScoreOptions) -> String {
             (_, Some((_, reason))) => {
                 let _ = writeln!(out, "{:<30} {:<8} {reason}", kill.mutant.name(), "equiv.");
             }
-            (Some((invariant, seed, step, seeds, steps)), None) => {
-                killed += 1;
-                seeds_to_kill.push(*seeds);
+            (found, None) => {
+                // A survivor used the whole budget of seeds and found nothing.
+                let dash = || "-".to_string();
+                let [verdict, invariant, seed, step, seeds, steps] = match found {
+                    Some((invariant, seed, step, seeds, steps)) => {
+                        killed += 1;
+                        seeds_to_kill.push(*seeds);
+                        let numbers = [seed, step, seeds, steps].map(u64::to_string);
+                        let [seed, step, seeds, steps] = numbers;
+                        ["yes".into(), invariant.clone(), seed, step, seeds, steps]
+                    }
+                    None => [
+                        "NO".into(),
+                        dash(),
+                        dash(),
+                        dash(),
+                        options.runs.to_string(),
+                        dash(),
+                    ],
+                };
                 let _ = writeln!(
                     out,
-                    "{:<30} {:<8} {:<34} {:>6} {:>8} {:>6} {:>10} {:>7.2}s",
+                    "{:<30} {verdict:<8} {invariant:<34} {seed:>6} {step:>8} {seeds:>6} {steps:>10} {:>7.2}s",
                     kill.mutant.name(),
-                    "yes",
-                    invariant,
-                    seed,
-                    step,
-                    seeds,
-                    steps,
-                    kill.seconds
-                );
-            }
-            (None, None) => {
-                let _ = writeln!(
-                    out,
-                    "{:<30} {:<8} {:<34} {:>6} {:>8} {:>6} {:>10} {:>7.2}s",
-                    kill.mutant.name(),
-                    "NO",
-                    "-",
-                    "-",
-                    "-",
-                    options.runs,
-                    "-",
                     kill.seconds
                 );
             }
