@@ -428,11 +428,19 @@ fn paired_ratio(a: &[f64], b: &[f64]) -> Option<f64> {
     (!ratios.is_empty()).then(|| median(ratios))
 }
 
-#[derive(Clone, Debug)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct BenchOptions {
+    /// Print a JSON array, one object per workload
+    #[arg(long)]
     pub json: bool,
+    /// Measurements per workload (median and spread are reported)
+    #[arg(long, default_value_t = 5)]
     pub repeat: usize,
+    /// Ten times smaller workloads (a smoke run)
+    #[arg(long)]
     pub quick: bool,
+    /// Only these workloads (by name)
+    #[arg(long = "only")]
     pub only: Vec<String>,
 }
 

@@ -1,13 +1,19 @@
-//! Command-line interface: clap structs close to the flags, then dispatch to
-//! the module that does the work. Every command returns an exit code.
+//! Command-line interface: the commands, then dispatch to the module that
+//! does the work. A command's flags are its options struct, declared with
+//! the command's code and flattened in here, so nothing copies them field
+//! by field. Every command returns an exit code.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::bench::BenchOptions;
 use crate::error::{EXIT_INPUT, EXIT_OK};
+use crate::fuzz::command::FuzzOptions;
+use crate::fuzz::score::ScoreOptions;
 use crate::mutants::{MUTANTS, Mutant};
+use crate::run::RunOptions;
 use crate::task::Policy;
 
 #[derive(Parser, Debug)]
@@ -32,71 +38,20 @@ pub enum Command {
     Run {
         /// Scenario file (TOML)
         file: PathBuf,
-        /// Override the scenario's seed
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Switch off one protocol guard (see `sim mutants`)
-        #[arg(long, value_parser = parse_mutant)]
-        mutant: Option<Mutant>,
-        /// Write the final dump as canonical JSON to FILE (`-`: stdout, which then holds only the JSON)
-        #[arg(long, value_name = "FILE")]
-        dump: Option<PathBuf>,
-        /// Write every trace record as JSON lines to FILE
-        #[arg(long, value_name = "FILE")]
-        trace: Option<PathBuf>,
-        /// Leave the step-by-step story out; print only the summary
-        #[arg(long)]
-        quiet: bool,
+        #[command(flatten)]
+        options: RunOptions,
     },
     /// Fuzz: random workloads and swarm-drawn faults over many seeds
     Fuzz {
         #[command(subcommand)]
         action: Option<FuzzAction>,
-        /// First seed
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Steps of each run's fault phase
-        #[arg(long, default_value_t = 10_000)]
-        steps: u64,
-        /// Seeds to run: seed .. seed + runs - 1
-        #[arg(long, default_value_t = 1)]
-        runs: u64,
-        /// Threads; each simulation stays single-threaded and results are identical to --jobs 1
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// Switch off one protocol guard (see `sim mutants`)
-        #[arg(long, value_parser = parse_mutant)]
-        mutant: Option<Mutant>,
-        /// Run each seed twice and compare traceSha256
-        #[arg(long)]
-        check_determinism: bool,
-        /// Directory for repro-<seed>.toml files (default: current directory)
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// No progress line on stderr
-        #[arg(long)]
-        quiet: bool,
-        /// Run the I-th (0-based) of N disjoint slices of the seed range, as I/N
-        #[arg(long, value_parser = parse_shard)]
-        shard: Option<(u64, u64)>,
-        /// Print the summary as JSON (shards' JSON merges with `sim fuzz merge`)
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        options: FuzzOptions,
     },
     /// Benchmark fixed workloads (each in a fresh child process) and print speed, memory and the target ratios
     Bench {
-        /// Print a JSON array, one object per workload
-        #[arg(long)]
-        json: bool,
-        /// Measurements per workload (median and spread are reported)
-        #[arg(long, default_value_t = 5)]
-        repeat: usize,
-        /// Ten times smaller workloads (a smoke run)
-        #[arg(long)]
-        quick: bool,
-        /// Only these workloads (by name)
-        #[arg(long = "only")]
-        only: Vec<String>,
+        #[command(flatten)]
+        options: BenchOptions,
         /// Internal: measure one workload in this process and print its sample
         #[arg(long, hide = true, value_name = "NAME")]
         run_one: Option<String>,
@@ -119,21 +74,8 @@ pub enum Command {
         /// Fuzz each mutant until the first kill or the budget; print the table and the score
         #[arg(long)]
         score: bool,
-        /// First seed of each mutant's campaign
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Seeds per mutant (the budget)
-        #[arg(long, default_value_t = 100)]
-        runs: u64,
-        /// Steps per seed
-        #[arg(long, default_value_t = 10_000)]
-        steps: u64,
-        /// Threads
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// Score only these mutants
-        #[arg(long = "only", value_parser = parse_mutant)]
-        only: Vec<Mutant>,
+        #[command(flatten)]
+        options: ScoreOptions,
     },
     /// Apply lesson 003's transition to JSON lines of {"state","event","policy"?}
     Transition {
@@ -163,11 +105,11 @@ pub enum FuzzAction {
     },
 }
 
-fn parse_mutant(text: &str) -> Result<Mutant, String> {
+pub(crate) fn parse_mutant(text: &str) -> Result<Mutant, String> {
     Mutant::parse(text).ok_or_else(|| "unknown mutant; `sim mutants` lists them".to_string())
 }
 
-fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+pub(crate) fn parse_shard(text: &str) -> Result<(u64, u64), String> {
     let (index, count) = text.split_once('/').ok_or("expected I/N, like 0/4")?;
     let index: u64 = index
         .parse()
@@ -199,66 +141,23 @@ pub fn main() -> ExitCode {
 
 fn dispatch(command: Command) -> u8 {
     match command {
-        Command::Run {
-            file,
-            seed,
-            mutant,
-            dump,
-            trace,
-            quiet,
-        } => crate::run::run_command(
-            &file,
-            &crate::run::RunOptions {
-                seed,
-                mutant,
-                dump,
-                trace,
-                quiet,
-            },
-        ),
+        Command::Run { file, options } => crate::run::run_command(&file, &options),
         Command::Fuzz {
             action: Some(FuzzAction::Merge { files, json }),
             ..
         } => crate::fuzz::command::merge_command(&files, json),
         Command::Fuzz {
             action: None,
-            seed,
-            steps,
-            runs,
-            jobs,
-            mutant,
-            check_determinism,
-            out,
-            quiet,
-            shard,
-            json,
-        } => crate::fuzz::command::fuzz_command(&crate::fuzz::command::FuzzOptions {
-            seed,
-            runs,
-            steps,
-            jobs,
-            mutant,
-            check_determinism,
-            out,
-            quiet,
-            shard,
-            json,
-        }),
+            options,
+        } => crate::fuzz::command::fuzz_command(&options),
         Command::Bench {
-            json,
-            repeat,
-            quick,
-            only,
-            run_one,
-        } => match run_one {
-            Some(name) => crate::bench::run_one(&name, quick),
-            None => crate::bench::bench_command(&crate::bench::BenchOptions {
-                json,
-                repeat,
-                quick,
-                only,
-            }),
-        },
+            options,
+            run_one: Some(name),
+        } => crate::bench::run_one(&name, options.quick),
+        Command::Bench {
+            options,
+            run_one: None,
+        } => crate::bench::bench_command(&options),
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
                 crate::outln!(
@@ -289,18 +188,8 @@ fn dispatch(command: Command) -> u8 {
         }
         Command::Mutants {
             score: true,
-            seed,
-            runs,
-            steps,
-            jobs,
-            only,
-        } => crate::fuzz::score::score_command(&crate::fuzz::score::ScoreOptions {
-            seed,
-            runs,
-            steps,
-            jobs,
-            only,
-        }),
+            options,
+        } => crate::fuzz::score::score_command(&options),
         Command::Mutants { .. } => {
             for info in MUTANTS {
                 crate::outln!(

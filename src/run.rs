@@ -16,12 +16,22 @@ use crate::trace::TraceFile;
 use crate::world::World;
 
 /// What `sim run` was asked to do.
-#[derive(Clone, Debug, Default)]
+#[derive(clap::Args, Clone, Debug, Default)]
 pub struct RunOptions {
+    /// Override the scenario's seed
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Switch off one protocol guard (see `sim mutants`)
+    #[arg(long, value_parser = crate::cli::parse_mutant)]
     pub mutant: Option<Mutant>,
+    /// Write the final dump as canonical JSON to FILE (`-`: stdout, which then holds only the JSON)
+    #[arg(long, value_name = "FILE")]
     pub dump: Option<PathBuf>,
+    /// Write every trace record as JSON lines to FILE
+    #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Leave the step-by-step story out; print only the summary
+    #[arg(long)]
     pub quiet: bool,
 }
 

@@ -17,17 +17,37 @@ use crate::report::{Coverage, RACES, SOMETIMES};
 
 use super::campaign::{CampaignOptions, SeedResult, run_seeds};
 
-#[derive(Clone, Debug)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct FuzzOptions {
+    /// First seed
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    pub runs: u64,
+    /// Steps of each run's fault phase
+    #[arg(long, default_value_t = 10_000)]
     pub steps: u64,
+    /// Seeds to run: seed .. seed + runs - 1
+    #[arg(long, default_value_t = 1)]
+    pub runs: u64,
+    /// Threads; each simulation stays single-threaded and results are identical to --jobs 1
+    #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// Switch off one protocol guard (see `sim mutants`)
+    #[arg(long, value_parser = crate::cli::parse_mutant)]
     pub mutant: Option<Mutant>,
+    /// Run each seed twice and compare traceSha256
+    #[arg(long)]
     pub check_determinism: bool,
+    /// Directory for repro-<seed>.toml files (default: current directory)
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// No progress line on stderr
+    #[arg(long)]
     pub quiet: bool,
+    /// Run the I-th (0-based) of N disjoint slices of the seed range, as I/N
+    #[arg(long, value_parser = crate::cli::parse_shard)]
     pub shard: Option<(u64, u64)>,
+    /// Print the summary as JSON (shards' JSON merges with `sim fuzz merge`)
+    #[arg(long)]
     pub json: bool,
 }
 

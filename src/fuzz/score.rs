@@ -10,13 +10,22 @@ use crate::stopwatch::Stopwatch;
 
 use super::campaign::{CampaignOptions, run_seeds};
 
-#[derive(Clone, Debug)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct ScoreOptions {
+    /// First seed of each mutant's campaign
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Seeds per mutant (the budget)
+    #[arg(long, default_value_t = 100)]
     pub runs: u64,
+    /// Steps per seed
+    #[arg(long, default_value_t = 10_000)]
     pub steps: u64,
+    /// Threads
+    #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// Only these mutants (all when empty).
+    /// Score only these mutants
+    #[arg(long = "only", value_parser = crate::cli::parse_mutant)]
     pub only: Vec<Mutant>,
 }
 
