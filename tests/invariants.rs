@@ -18,7 +18,7 @@ use sim::world::db::{
     ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::ids::{EntryId, IntentId, OutboxId, TaskId};
-use sim::world::store::corrupt_bytes;
+use sim::world::store::{Object, corrupt_bytes};
 use sim::world::{DeliveryAct, DeliveryTouch, Stepped, Touched, World};
 
 const TASK: TaskId = TaskId(1);
@@ -74,6 +74,14 @@ fn fires(world: &mut World, touched: Touched, id: &str) {
     assert_eq!(fired(world, touched), Some(id));
 }
 
+/// A step that answered `intent` with `answer` at `at`.
+fn answered(intent: IntentId, answer: Answer, at: u64) -> Touched {
+    Touched {
+        answers: vec![(intent, answer, at)],
+        ..Touched::default()
+    }
+}
+
 fn tasks(tasks: &[TaskId]) -> Touched {
     Touched {
         tasks: tasks.to_vec(),
@@ -89,6 +97,15 @@ fn artifact_token() -> Token {
         kind: EffectKind::Artifact,
         generation: 0,
     }
+}
+
+/// The store object of task-1's artifact.
+fn the_artifact(world: &mut World) -> &mut Object {
+    world
+        .store
+        .objects
+        .get_mut(&artifact_token())
+        .expect("the artifact")
 }
 
 /// Inserts the task row of an accepted create under `key`, with task-1's
@@ -161,29 +178,17 @@ fn fires_one_task_per_intent() {
     assert_eq!(first.answer, Answer::Accepted(TASK));
     let at = first.deadline_ms - 1;
     // A retry before the deadline answered with the first answer is fine.
-    clean(
-        &mut world,
-        Touched {
-            answers: vec![(intent, Answer::Accepted(TASK), at)],
-            ..Touched::default()
-        },
-    );
+    clean(&mut world, answered(intent, Answer::Accepted(TASK), at));
     // The same intent answered differently while its record lives.
     fires(
         &mut world,
-        Touched {
-            answers: vec![(intent, Answer::Refused("QUOTA_EXCEEDED"), at)],
-            ..Touched::default()
-        },
+        answered(intent, Answer::Refused("QUOTA_EXCEEDED"), at),
         "one-task-per-intent",
     );
     // After the deadline a different answer is a new intent's business.
     clean(
         &mut world,
-        Touched {
-            answers: vec![(intent, Answer::Refused("QUOTA_EXCEEDED"), first.deadline_ms)],
-            ..Touched::default()
-        },
+        answered(intent, Answer::Refused("QUOTA_EXCEEDED"), first.deadline_ms),
     );
 }
 
@@ -250,22 +255,16 @@ fn fires_key_bound_to_fingerprint() {
     // Refused as a reuse of the key: fine.
     clean(
         &mut world,
-        Touched {
-            answers: vec![(
-                intent,
-                Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST"),
-                at,
-            )],
-            ..Touched::default()
-        },
+        answered(
+            intent,
+            Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST"),
+            at,
+        ),
     );
     // Answered with the task created for the first fingerprint.
     fires(
         &mut world,
-        Touched {
-            answers: vec![(intent, Answer::Accepted(TASK), at)],
-            ..Touched::default()
-        },
+        answered(intent, Answer::Accepted(TASK), at),
         "key-bound-to-fingerprint",
     );
 }
@@ -351,11 +350,7 @@ fn fires_completed_has_verified_artifact() {
     // The completed task's artifact is hidden.
     let mut world = happy();
     clean(&mut world, tasks(&[TASK]));
-    let object = world
-        .store
-        .objects
-        .get_mut(&artifact_token())
-        .expect("the artifact");
+    let object = the_artifact(&mut world);
     object.hidden = true;
     fires(
         &mut world,
@@ -366,11 +361,7 @@ fn fires_completed_has_verified_artifact() {
     // The completed task's artifact bytes do not match its artifactSha256.
     let mut world = happy();
     clean(&mut world, tasks(&[TASK]));
-    let object = world
-        .store
-        .objects
-        .get_mut(&artifact_token())
-        .expect("the artifact");
+    let object = the_artifact(&mut world);
     object.versions[0] = corrupt_bytes(object.versions[0]);
     fires(
         &mut world,
