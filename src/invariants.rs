@@ -619,12 +619,13 @@ impl World {
         if !self.db.task(task).state.status.is_terminal() {
             return Ok(());
         }
-        let state = self.db.task(task).state.clone();
         let (sha, size) = self.expected_artifact(task);
-        let tokens: Vec<Token> = self.store.tokens_of(task).to_vec();
-        let good = |token: &Token, world: &World| -> bool {
-            world
-                .store
+        let state = &self.db.task(task).state;
+        let store = &self.store;
+        // The checker's own reading of a good artifact, independent of the
+        // worker's `artifact_is_good`, which it checks.
+        let good = |token: &Token| -> bool {
+            store
                 .get(*token)
                 .and_then(|o| o.current())
                 .is_some_and(|version| {
@@ -636,10 +637,11 @@ impl World {
                         && version.metadata.sha256 == sha
                 })
         };
-        let visible: Vec<Token> = tokens
+        let visible: Vec<Token> = store
+            .tokens_of(task)
             .iter()
             .copied()
-            .filter(|token| self.store.get(*token).is_some_and(|o| o.visible()))
+            .filter(|token| store.get(*token).is_some_and(|o| o.visible()))
             .collect();
         if state.status == Status::Completed {
             let attempt = state.attempt as u32;
@@ -647,16 +649,16 @@ impl World {
                 .iter()
                 .copied()
                 .find(|token| token.attempt == attempt && token.kind == EffectKind::Artifact);
-            let artifact_hex = state.artifact_sha256.clone().unwrap_or_default();
+            let completed_with = state
+                .artifact_sha256
+                .as_deref()
+                .and_then(crate::hash::parse_sha_hex);
             let ok = completed.is_some_and(|token| {
-                good(&token, self)
-                    && self
-                        .store
+                good(&token)
+                    && store
                         .get(token)
                         .and_then(|o| o.current())
-                        .is_some_and(|v| {
-                            crate::hash::parse_sha_hex(&artifact_hex) == Some(v.bytes_sha256)
-                        })
+                        .is_some_and(|v| completed_with == Some(v.bytes_sha256))
             });
             if !ok {
                 return Err(Fired {
@@ -669,7 +671,7 @@ impl World {
             }
         }
         for token in &visible {
-            if !good(token, self) {
+            if !good(token) {
                 return Err(Fired {
                     invariant: "no-visible-corrupt-artifact",
                     message: format!(
