@@ -238,6 +238,11 @@ pub struct World {
     /// `now` but are not steps).
     pub last_step_ms: u64,
     queue: BinaryHeap<Queued>,
+    /// Client timeouts, queued apart: they are most of the pending wakes
+    /// (one per send, far ahead) but few of the fired ones, so keeping them
+    /// out of `queue` keeps its pops shallow. `step` takes the earlier of
+    /// the two heads, so the order is exactly that of one queue.
+    timeouts: BinaryHeap<Queued>,
     sequence: u64,
     /// Queued wakes that are not housekeeping.
     working: u64,
@@ -341,6 +346,7 @@ impl World {
             steps: 0,
             last_step_ms: 0,
             queue: BinaryHeap::new(),
+            timeouts: BinaryHeap::new(),
             sequence: 0,
             working: 0,
             housekeeping_at: QueuedAt::default(),
@@ -420,7 +426,11 @@ impl World {
         if wake != Wake::Housekeeping {
             self.working += 1;
         }
-        self.queue.push(Queued::new(at, self.sequence, wake));
+        let queued = Queued::new(at, self.sequence, wake);
+        match wake {
+            Wake::ClientTimeout { .. } => self.timeouts.push(queued),
+            _ => self.queue.push(queued),
+        }
     }
 
     /// Schedules housekeeping at `at` unless some is queued sooner.
@@ -512,7 +522,7 @@ impl World {
     /// without counting as steps.
     pub fn step(&mut self) -> Stepped {
         while self.working > 0 {
-            let Some(queued) = self.queue.pop() else {
+            let Some(queued) = self.pop() else {
                 break;
             };
             let (at, wake) = (queued.at(), queued.wake);
@@ -526,6 +536,16 @@ impl World {
             }
         }
         Stepped::Quiet
+    }
+
+    /// The earliest queued wake of either queue (`Queued`'s order is
+    /// reversed: the greater is the earlier).
+    fn pop(&mut self) -> Option<Queued> {
+        match (self.queue.peek(), self.timeouts.peek()) {
+            (Some(wake), Some(timeout)) if timeout > wake => self.timeouts.pop(),
+            (None, Some(_)) => self.timeouts.pop(),
+            _ => self.queue.pop(),
+        }
     }
 
     /// Runs one wake; true when it was a step.
