@@ -39,6 +39,14 @@ pub fn hex_into(bytes: &Sha, out: &mut [u8; 64]) {
     }
 }
 
+/// Lowercase hex of a digest as shared text, built in place (one
+/// allocation, the text's own).
+pub fn hex_text(bytes: &Sha) -> crate::task::Text {
+    let mut out = [0u8; 64];
+    hex_into(bytes, &mut out);
+    std::str::from_utf8(&out).expect("hex is ASCII").into()
+}
+
 /// Parses 64 lowercase or uppercase hex digits.
 pub fn parse_sha_hex(text: &str) -> Option<Sha> {
     let bytes = text.as_bytes();

@@ -412,7 +412,9 @@ impl World {
         write_outbox: bool,
     ) -> TaskId {
         let id = self.db.next_task_id();
-        let task_id: Text = id.to_string().into();
+        let mut task_id = String::with_capacity(16);
+        id.push_to(&mut task_id);
+        let task_id: Text = task_id.into();
         self.db.tasks.push(Box::new(TaskRow {
             id,
             state: initial_state(task_id),

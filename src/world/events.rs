@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::faults::{FaultKind, Site};
-use crate::hash::{Sha, hex};
+use crate::hash::{Sha, hex_text};
 use crate::mutants::Mutant;
 use crate::task::json::{event_payload_sha256, state_sha256};
 use crate::task::replay::fold;
@@ -17,7 +17,7 @@ use crate::task::{
 
 use super::World;
 use super::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
-use super::ids::{ActorId, OutboxId, SignalId, TaskId};
+use super::ids::{ActorId, OutboxId, SignalId, TaskId, push_decimal};
 
 /// What an actor asks the event store to do. Commands are intents; the
 /// event store turns an accepted one into an event.
@@ -226,10 +226,22 @@ impl World {
         signal: Option<String>,
     ) -> TaskEvent {
         let kind = command.event_type();
-        let event_id: Text = match &signal {
-            Some(signal) => format!("{task}:{}:{attempt}:{signal}", kind.as_str()).into(),
-            None => format!("{task}:{}:{attempt}", kind.as_str()).into(),
-        };
+        // `<task>:<type>:<attempt>[:<signal>]`, built without `format!`
+        // (one per event, on the hot path).
+        let mut event_id = String::with_capacity(48);
+        task.push_to(&mut event_id);
+        event_id.push(':');
+        event_id.push_str(kind.as_str());
+        event_id.push(':');
+        if attempt < 0 {
+            event_id.push('-');
+        }
+        push_decimal(&mut event_id, attempt.unsigned_abs());
+        if let Some(signal) = &signal {
+            event_id.push(':');
+            event_id.push_str(signal);
+        }
+        let event_id: Text = event_id.into();
         let body = match command {
             Command::StartTask {
                 attempt,
@@ -250,7 +262,7 @@ impl World {
                 artifact_sha256,
             } => EventBody::TaskCompleted {
                 attempt: i64::from(attempt),
-                artifact_sha256: hex(&artifact_sha256).into(),
+                artifact_sha256: hex_text(&artifact_sha256),
                 artifact_verified: true,
             },
             Command::FailAttempt {

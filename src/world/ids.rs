@@ -132,6 +132,27 @@ impl fmt::Display for ActorId {
     }
 }
 
+/// Appends `number` in decimal. Ids are rendered on hot paths (event ids,
+/// task ids), where `format!`'s machinery costs several times the digits.
+pub fn push_decimal(out: &mut String, number: u64) {
+    let mut digits = [0u8; 20];
+    out.push_str(decimal(&mut digits, number));
+}
+
+/// `number`'s decimal digits, written into the end of `digits`.
+fn decimal(digits: &mut [u8; 20], mut number: u64) -> &str {
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (number % 10) as u8;
+        number /= 10;
+        if number == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&digits[start..]).expect("ASCII digits")
+}
+
 macro_rules! counter_id {
     ($name:ident, $prefix:literal) => {
         #[doc = concat!("`", $prefix, "-N`, N counting from 1.")]
@@ -154,11 +175,19 @@ macro_rules! counter_id {
                 }
                 rest.parse().ok().filter(|n| *n > 0).map($name)
             }
+
+            /// Appends the id's text (`task-12`) without `format!`.
+            pub fn push_to(self, out: &mut String) {
+                out.push_str(concat!($prefix, "-"));
+                push_decimal(out, u64::from(self.0));
+            }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, concat!($prefix, "-{}"), self.0)
+                let mut digits = [0u8; 20];
+                f.write_str(concat!($prefix, "-"))?;
+                f.write_str(decimal(&mut digits, u64::from(self.0)))
             }
         }
     };
@@ -204,6 +233,11 @@ mod tests {
     fn counter_ids_round_trip() {
         assert_eq!(TaskId::parse("task-12"), Some(TaskId(12)));
         assert_eq!(TaskId(12).to_string(), "task-12");
+        assert_eq!(EntryId(u32::MAX).to_string(), "entry-4294967295");
+        let mut text = String::from("x ");
+        DeadLetterId(10).push_to(&mut text);
+        push_decimal(&mut text, 0);
+        assert_eq!(text, "x dead-letter-100");
         assert_eq!(TaskId::parse("task-0"), None);
         assert_eq!(OutboxId::parse("task-1"), None);
     }

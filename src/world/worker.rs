@@ -135,7 +135,7 @@ pub fn artifact_for(task: TaskId, canonical_input: &str) -> (Sha, u64) {
     bytes.push_str("{\"normalized\":");
     bytes.push_str(canonical_input);
     bytes.push_str(",\"schemaVersion\":1,\"taskId\":\"");
-    bytes.push_str(&task.to_string());
+    task.push_to(&mut bytes);
     bytes.push_str("\"}\n");
     (sha256(bytes.as_bytes()), bytes.len() as u64)
 }
