@@ -57,9 +57,9 @@ pub struct Generator {
     gap_ms_max: u64,
     clients: u16,
     apis: u16,
-    /// Recent creates (key, input), for retries, reuse, cancels and reads;
-    /// the oldest leaves from the front without shifting the rest.
-    recent: VecDeque<(String, serde_json::Value)>,
+    /// Recent creates, for retries, reuse, cancels and reads; the oldest
+    /// leaves from the front without shifting the rest.
+    recent: VecDeque<Recent>,
     next_intent: u64,
     pending: Option<Request>,
     replayed: Vec<DeadLetterId>,
@@ -67,6 +67,40 @@ pub struct Generator {
 }
 
 const RECENT_MAX: usize = 64;
+
+/// A recent create, kept as the numbers it was drawn from: most are never
+/// asked for again, so their key and JSON input are rebuilt only when a
+/// retry, reuse, cancel or read picks them.
+#[derive(Clone, Copy, Debug)]
+struct Recent {
+    intent: u64,
+    input: InputDraw,
+}
+
+/// The draws an input is made of: its document number, and its title
+/// number (`None`: a poison input in the legacy format).
+#[derive(Clone, Copy, Debug)]
+struct InputDraw {
+    doc: u64,
+    title: Option<u64>,
+}
+
+impl InputDraw {
+    fn value(self) -> serde_json::Value {
+        match self.title {
+            None => {
+                json!({"doc": format!("doc-{}", self.doc), "format": "legacy-rtf", "title": "legacy"})
+            }
+            Some(title) => {
+                json!({"doc": format!("doc-{}", self.doc), "title": format!("title-{title}")})
+            }
+        }
+    }
+}
+
+fn intent_key(intent: u64) -> String {
+    format!("intent-{intent:06}")
+}
 
 impl Generator {
     pub fn new(seed: u64, mix: WorkloadMix, clients: u16, apis: u16) -> Generator {
@@ -95,13 +129,10 @@ impl Generator {
         }
     }
 
-    fn input(&mut self, poison: bool) -> serde_json::Value {
+    fn input(&mut self, poison: bool) -> InputDraw {
         let doc = self.rng.below(1_000_000);
-        if poison {
-            json!({"doc": format!("doc-{doc}"), "format": "legacy-rtf", "title": "legacy"})
-        } else {
-            json!({"doc": format!("doc-{doc}"), "title": format!("title-{}", self.rng.below(100))})
-        }
+        let title = (!poison).then(|| self.rng.below(100));
+        InputDraw { doc, title }
     }
 
     fn request(&mut self, at_ms: u64, kind: RequestKind) -> Request {
@@ -117,27 +148,36 @@ impl Generator {
 
     fn new_create(&mut self, at_ms: u64, poison: bool) -> Request {
         self.next_intent += 1;
-        let key = format!("intent-{:06}", self.next_intent);
         let input = self.input(poison);
         if self.recent.len() == RECENT_MAX {
             self.recent.pop_front();
         }
-        self.recent.push_back((key.clone(), input.clone()));
-        self.request(at_ms, RequestKind::Create { key, input })
+        self.recent.push_back(Recent {
+            intent: self.next_intent,
+            input,
+        });
+        let key = intent_key(self.next_intent);
+        self.request(
+            at_ms,
+            RequestKind::Create {
+                key,
+                input: input.value(),
+            },
+        )
     }
 
     /// One of the recent creates, drawn at random.
-    fn recent(&mut self) -> Option<&(String, serde_json::Value)> {
+    fn recent(&mut self) -> Option<Recent> {
         if self.recent.is_empty() {
             return None;
         }
         let index = self.rng.index(self.recent.len());
-        Some(&self.recent[index])
+        Some(self.recent[index])
     }
 
     /// The key of one of the recent creates.
     fn recent_key(&mut self) -> Option<String> {
-        self.recent().map(|(key, _)| key.clone())
+        self.recent().map(|recent| intent_key(recent.intent))
     }
 
     /// The next request at `now` and the gap before the one after it.
@@ -164,13 +204,19 @@ impl Generator {
                 self.pending = Some(twin);
                 return (request, 0);
             }
-            2 => match self.recent().cloned() {
-                Some((key, input)) => self.request(now, RequestKind::Create { key, input }),
+            2 => match self.recent() {
+                Some(recent) => self.request(
+                    now,
+                    RequestKind::Create {
+                        key: intent_key(recent.intent),
+                        input: recent.input.value(),
+                    },
+                ),
                 None => self.new_create(now, false),
             },
             3 => match self.recent_key() {
                 Some(key) => {
-                    let input = self.input(false);
+                    let input = self.input(false).value();
                     self.request(now, RequestKind::Create { key, input })
                 }
                 None => self.new_create(now, false),
