@@ -6,13 +6,15 @@
 
 use std::collections::VecDeque;
 
-use serde_json::json;
+use std::sync::Arc;
 
 use crate::prng::{Prng, Stream};
 use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
+use crate::task::Text;
+use crate::world::World;
 use crate::world::broker::DeadLetter;
-use crate::world::db::Payload;
-use crate::world::ids::DeadLetterId;
+use crate::world::db::{Input, Payload};
+use crate::world::ids::{DeadLetterId, push_decimal};
 
 /// The workload's shape for one seed (drawn by the swarm).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,38 +70,47 @@ pub struct Generator {
 
 const RECENT_MAX: usize = 64;
 
-/// A recent create, kept as the numbers it was drawn from: most are never
-/// asked for again, so their key and JSON input are rebuilt only when a
-/// retry, reuse, cancel or read picks them.
-#[derive(Clone, Copy, Debug)]
+/// A recent create: its key and its input, shared (cloning either is a
+/// reference count).
+#[derive(Clone, Debug)]
 struct Recent {
-    intent: u64,
-    input: InputDraw,
+    key: Text,
+    input: Arc<Input>,
 }
 
-/// The draws an input is made of: its document number, and its title
-/// number (`None`: a poison input in the legacy format).
-#[derive(Clone, Copy, Debug)]
-struct InputDraw {
-    doc: u64,
-    title: Option<u64>,
-}
-
-impl InputDraw {
-    fn value(self) -> serde_json::Value {
-        match self.title {
-            None => {
-                json!({"doc": format!("doc-{}", self.doc), "format": "legacy-rtf", "title": "legacy"})
-            }
-            Some(title) => {
-                json!({"doc": format!("doc-{}", self.doc), "title": format!("title-{title}")})
-            }
+/// A drawn input document. The workload knows its documents' shape, so it
+/// writes their canonical JSON (keys in order) directly instead of building
+/// a `serde_json::Value` and serializing it; a test holds the two equal.
+fn input_document(doc: u64, title: Option<u64>) -> Arc<Input> {
+    let mut canonical = String::with_capacity(64);
+    canonical.push_str(r#"{"doc":"doc-"#);
+    push_decimal(&mut canonical, doc);
+    match title {
+        Some(title) => {
+            canonical.push_str(r#"","title":"title-"#);
+            push_decimal(&mut canonical, title);
+            canonical.push_str(r#""}"#);
+            World::canonical_input(canonical, true, 1)
+        }
+        // A poison input: the legacy format needs handler version 2.
+        None => {
+            canonical.push_str(r#"","format":"legacy-rtf","title":"legacy"}"#);
+            World::canonical_input(canonical, true, 2)
         }
     }
 }
 
-fn intent_key(intent: u64) -> String {
-    format!("intent-{intent:06}")
+fn intent_key(intent: u64) -> Text {
+    let mut key = String::with_capacity(16);
+    key.push_str("intent-");
+    // Six digits at least, zero-padded, as `{:06}` would.
+    for power in [100_000, 10_000, 1_000, 100, 10] {
+        if intent < power {
+            key.push('0');
+        }
+    }
+    push_decimal(&mut key, intent);
+    key.into()
 }
 
 impl Generator {
@@ -129,10 +140,10 @@ impl Generator {
         }
     }
 
-    fn input(&mut self, poison: bool) -> InputDraw {
+    fn input(&mut self, poison: bool) -> Arc<Input> {
         let doc = self.rng.below(1_000_000);
         let title = (!poison).then(|| self.rng.below(100));
-        InputDraw { doc, title }
+        input_document(doc, title)
     }
 
     fn request(&mut self, at_ms: u64, kind: RequestKind) -> Request {
@@ -152,18 +163,12 @@ impl Generator {
         if self.recent.len() == RECENT_MAX {
             self.recent.pop_front();
         }
-        self.recent.push_back(Recent {
-            intent: self.next_intent,
-            input,
-        });
         let key = intent_key(self.next_intent);
-        self.request(
-            at_ms,
-            RequestKind::Create {
-                key,
-                input: input.value(),
-            },
-        )
+        self.recent.push_back(Recent {
+            key: key.clone(),
+            input: input.clone(),
+        });
+        self.request(at_ms, RequestKind::Create { key, input })
     }
 
     /// One of the recent creates, drawn at random.
@@ -172,12 +177,12 @@ impl Generator {
             return None;
         }
         let index = self.rng.index(self.recent.len());
-        Some(self.recent[index])
+        Some(self.recent[index].clone())
     }
 
     /// The key of one of the recent creates.
-    fn recent_key(&mut self) -> Option<String> {
-        self.recent().map(|recent| intent_key(recent.intent))
+    fn recent_key(&mut self) -> Option<Text> {
+        self.recent().map(|recent| recent.key)
     }
 
     /// The next request at `now` and the gap before the one after it.
@@ -205,18 +210,14 @@ impl Generator {
                 return (request, 0);
             }
             2 => match self.recent() {
-                Some(recent) => self.request(
-                    now,
-                    RequestKind::Create {
-                        key: intent_key(recent.intent),
-                        input: recent.input.value(),
-                    },
-                ),
+                Some(Recent { key, input }) => {
+                    self.request(now, RequestKind::Create { key, input })
+                }
                 None => self.new_create(now, false),
             },
             3 => match self.recent_key() {
                 Some(key) => {
-                    let input = self.input(false).value();
+                    let input = self.input(false);
                     self.request(now, RequestKind::Create { key, input })
                 }
                 None => self.new_create(now, false),
@@ -266,5 +267,33 @@ impl Generator {
             _ => self.new_create(now, false),
         };
         (request, gap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn documents_are_written_as_their_canonical_json() {
+        for (doc, title) in [(0, Some(0)), (7, Some(99)), (999_999, Some(42)), (12, None)] {
+            let value = match title {
+                Some(title) => {
+                    json!({"doc": format!("doc-{doc}"), "title": format!("title-{title}")})
+                }
+                None => {
+                    json!({"doc": format!("doc-{doc}"), "format": "legacy-rtf", "title": "legacy"})
+                }
+            };
+            assert_eq!(*input_document(doc, title), *World::input(&value));
+        }
+    }
+
+    #[test]
+    fn intent_keys_are_zero_padded_to_six_digits() {
+        for intent in [1, 9, 10, 99_999, 100_000, 999_999, 1_000_000, 12_345_678] {
+            assert_eq!(&*intent_key(intent), format!("intent-{intent:06}"));
+        }
     }
 }

@@ -8,7 +8,10 @@ pub mod write;
 use crate::config::Config;
 use crate::faults::ScriptedFault;
 use crate::mutants::Mutant;
-use crate::task::TaskEvent;
+use std::sync::Arc;
+
+use crate::task::{TaskEvent, Text};
+use crate::world::db::Input;
 use crate::world::ids::{DeadLetterId, OutboxId, TaskId};
 
 /// A validated scenario.
@@ -34,7 +37,7 @@ pub struct Scenario {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
     /// The task created under this idempotency key.
-    Key(String),
+    Key(Text),
     Task(TaskId),
 }
 
@@ -50,9 +53,11 @@ pub enum DeadLetterRef {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum RequestKind {
+    /// The input is parsed once, into its canonical JSON and hash: a
+    /// request is cloned into the log and sent again on every retry.
     Create {
-        key: String,
-        input: serde_json::Value,
+        key: Text,
+        input: Arc<Input>,
     },
     Cancel {
         target: Target,

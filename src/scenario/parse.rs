@@ -405,7 +405,7 @@ impl Parser<'_> {
             };
             let target = |this: &Self| -> Result<Target, InputError> {
                 match (table.get("key"), table.get("task")) {
-                    (Some(key), None) => Ok(Target::Key(this.string(key, &field("key"))?)),
+                    (Some(key), None) => Ok(Target::Key(this.string(key, &field("key"))?.into())),
                     (None, Some(task)) => Ok(Target::Task(this.task_id(task, &field("task"))?)),
                     _ => Err(this.error(
                         item.span(),
@@ -416,8 +416,10 @@ impl Parser<'_> {
             };
             let kind = match kind.as_str() {
                 "create" => RequestKind::Create {
-                    key: self.string(required("key")?, &field("key"))?,
-                    input: self.json(required("input")?, &field("input"))?,
+                    key: self.string(required("key")?, &field("key"))?.into(),
+                    input: crate::world::World::input(
+                        &self.json(required("input")?, &field("input"))?,
+                    ),
                 },
                 "cancel" => RequestKind::Cancel {
                     target: target(self)?,

@@ -79,7 +79,9 @@ fn request_toml(request: &Request) -> String {
     match &request.kind {
         RequestKind::Create { key, input } => {
             let _ = writeln!(out, "key = {}", quote(key));
-            let _ = writeln!(out, "input = {}", inline(input));
+            let input: serde_json::Value =
+                serde_json::from_str(&input.canonical).expect("canonical JSON parses");
+            let _ = writeln!(out, "input = {}", inline(&input));
         }
         RequestKind::Cancel { target: t } | RequestKind::ReadStatus { target: t } => {
             target(&mut out, t)

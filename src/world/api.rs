@@ -606,7 +606,7 @@ impl World {
     pub(super) fn resolve(&self, target: &Target) -> Option<TaskId> {
         match target {
             Target::Task(task) => self.db.find_task(*task).map(|row| row.id),
-            Target::Key(key) => match self.db.idempotency.get(key.as_str())?.answer {
+            Target::Key(key) => match self.db.idempotency.get(&**key)?.answer {
                 Answer::Accepted(task) => Some(task),
                 Answer::Refused(_) => None,
             },

@@ -99,9 +99,7 @@ impl World {
         let id = RequestId(self.next_request);
         let (op, intent) = match request.kind {
             RequestKind::Create { key, input } => {
-                let input = World::input(input);
                 let fingerprint = fingerprint(&input);
-                let key: Text = key.into();
                 let intent = self.intent_for(&key, fingerprint, false);
                 (
                     ClientOp::Create {

@@ -21,7 +21,7 @@ pub const REDUCER_VERSION: &str = "task-reducer-v1";
 
 /// An input document as the API received it, with what the pipeline derives
 /// from it once.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Input {
     /// Its canonical JSON (keys sorted), what the hash and the transform read.
     pub canonical: String,
