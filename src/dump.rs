@@ -151,7 +151,7 @@ impl World {
             );
         }
         let mut artifacts = Map::new();
-        for (token, object) in &self.store.objects {
+        for (token, object) in self.store.all_objects() {
             let versions: Vec<Value> = object
                 .versions
                 .iter()

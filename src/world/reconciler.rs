@@ -352,7 +352,8 @@ impl World {
     /// Compacts a task whose retention ended, so memory follows the work in
     /// flight, not the work done: its state row, key and fingerprint stay
     /// (a key still maps to its one task, a terminal task still cannot
-    /// reopen) and so do its artifacts; its events, snapshots, ledger,
+    /// reopen) and so do its artifacts (archived, in what the dump shows of
+    /// them); its events, snapshots, ledger,
     /// outbox and inbox rows, cache entry and read model go. A task that
     /// anything still carries (a broker entry, a delivery on its way, an
     /// actor's job) is left whole.
@@ -393,7 +394,7 @@ impl World {
         }
         self.cache.entries.remove(&task);
         self.projector.models.remove(&task);
-        self.store.by_task.remove(&task);
+        self.store.archive_task(task);
         for client in 0..self.clients.len() as u16 {
             self.highest_seen.remove(&(client, task));
         }

@@ -1,8 +1,10 @@
 //! The artifact store: objects by effect token, every write kept as a
 //! version, a hidden flag, and tombstones that fence a token. A put under a
 //! token that already holds an object (or a tombstone) writes nothing and
-//! returns what is there.
+//! returns what is there. Objects of compacted tasks move to a dense
+//! archive that keeps only what the dump shows of them.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::hash::{Sha, sha256};
@@ -57,9 +59,81 @@ pub enum Observed {
 
 #[derive(Debug, Default)]
 pub struct Store {
+    /// Objects of tasks not compacted.
     pub objects: BTreeMap<Token, Object>,
     /// Tokens written per task, for the per-task artifact invariants.
     pub by_task: BTreeMap<TaskId, Vec<Token>>,
+    /// Objects of compacted tasks in their usual shape (at most one version
+    /// that describes itself and its token), by token: 56 bytes each instead
+    /// of a tree entry and a heap-allocated version list.
+    archive: Vec<Archived>,
+    /// Objects of compacted tasks in any other shape, as they were.
+    archive_odd: BTreeMap<Token, Object>,
+}
+
+/// An archived object: at most one version, whose metadata names the
+/// token's task and attempt and repeats the bytes' size and hash.
+#[derive(Clone, Copy, Debug)]
+struct Archived {
+    token: Token,
+    sha256: Sha,
+    size: u32,
+    written: bool,
+    hidden: bool,
+    tombstone: bool,
+}
+
+impl Archived {
+    /// The compact form of `object`, if it has the usual shape.
+    fn of(token: Token, object: &Object) -> Option<Archived> {
+        let (sha256, size) = match object.versions.as_slice() {
+            [] => ([0; 32], 0),
+            [version] => {
+                let plain = Metadata {
+                    task: token.task,
+                    attempt: token.attempt,
+                    size: version.size,
+                    sha256: version.bytes_sha256,
+                };
+                if version.metadata != plain {
+                    return None;
+                }
+                (version.bytes_sha256, u32::try_from(version.size).ok()?)
+            }
+            _ => return None,
+        };
+        Some(Archived {
+            token,
+            sha256,
+            size,
+            written: !object.versions.is_empty(),
+            hidden: object.hidden,
+            tombstone: object.tombstone,
+        })
+    }
+
+    fn object(&self) -> Object {
+        let versions = if self.written {
+            let size = u64::from(self.size);
+            vec![Version {
+                bytes_sha256: self.sha256,
+                size,
+                metadata: Metadata {
+                    task: self.token.task,
+                    attempt: self.token.attempt,
+                    size,
+                    sha256: self.sha256,
+                },
+            }]
+        } else {
+            Vec::new()
+        };
+        Object {
+            versions,
+            hidden: self.hidden,
+            tombstone: self.tombstone,
+        }
+    }
 }
 
 /// The damage a `corrupt` fault does to bytes: deterministic, and never the
@@ -74,12 +148,22 @@ pub fn corrupt_bytes(version: Version) -> Version {
 }
 
 impl Store {
+    /// An object of a task not compacted (the ones anything but the dump
+    /// reads).
     pub fn get(&self, token: Token) -> Option<&Object> {
         self.objects.get(&token)
     }
 
     pub fn observe(&self, token: Token) -> Observed {
-        match self.objects.get(&token) {
+        let archived;
+        let object = match self.objects.get(&token) {
+            Some(object) => Some(object),
+            None => {
+                archived = self.archived(token);
+                archived.as_ref()
+            }
+        };
+        match object {
             None => Observed::Absent,
             Some(object) => match object.current() {
                 None => Observed::Tombstone,
@@ -95,6 +179,7 @@ impl Store {
     /// `overwrite` is the `unconditional-put` mutant. Returns whether a new
     /// version was written.
     pub fn put(&mut self, token: Token, version: Version, overwrite: bool) -> bool {
+        self.unarchive(token);
         match self.objects.get_mut(&token) {
             Some(object) => {
                 if overwrite && !object.tombstone {
@@ -122,6 +207,7 @@ impl Store {
     /// Hides the object under `token`, or fences an absent token with a
     /// hidden tombstone.
     pub fn hide(&mut self, token: Token) {
+        self.unarchive(token);
         match self.objects.get_mut(&token) {
             Some(object) => object.hidden = true,
             None => {
@@ -142,5 +228,64 @@ impl Store {
         self.by_task
             .get(&task)
             .map_or(&[], |tokens| tokens.as_slice())
+    }
+
+    /// Moves a compacted task's objects to the archive: nothing but the
+    /// dump reads them any more, and the per-task list goes.
+    pub fn archive_task(&mut self, task: TaskId) {
+        let Some(tokens) = self.by_task.remove(&task) else {
+            return;
+        };
+        for token in tokens {
+            let Some(object) = self.objects.remove(&token) else {
+                continue;
+            };
+            match Archived::of(token, &object) {
+                Some(archived) => {
+                    let at = self.archive.partition_point(|a| a.token < token);
+                    self.archive.insert(at, archived);
+                }
+                None => {
+                    self.archive_odd.insert(token, object);
+                }
+            }
+        }
+    }
+
+    /// An archived object, rebuilt.
+    fn archived(&self, token: Token) -> Option<Object> {
+        if let Ok(at) = self.archive.binary_search_by(|a| a.token.cmp(&token)) {
+            return Some(self.archive[at].object());
+        }
+        self.archive_odd.get(&token).cloned()
+    }
+
+    /// Brings an archived object back among the live ones before a write.
+    fn unarchive(&mut self, token: Token) {
+        if self.objects.contains_key(&token) {
+            return;
+        }
+        let object = match self.archive.binary_search_by(|a| a.token.cmp(&token)) {
+            Ok(at) => self.archive.remove(at).object(),
+            Err(_) => match self.archive_odd.remove(&token) {
+                Some(object) => object,
+                None => return,
+            },
+        };
+        self.objects.insert(token, object);
+    }
+
+    /// Every object, live or archived, for the dump (in no set order).
+    pub fn all_objects(&self) -> impl Iterator<Item = (Token, Cow<'_, Object>)> {
+        let live = self
+            .objects
+            .iter()
+            .chain(&self.archive_odd)
+            .map(|(token, object)| (*token, Cow::Borrowed(object)));
+        let archived = self
+            .archive
+            .iter()
+            .map(|archived| (archived.token, Cow::Owned(archived.object())));
+        live.chain(archived)
     }
 }
