@@ -69,6 +69,9 @@ pub struct Store {
     archive: Vec<Archived>,
     /// Objects of compacted tasks in any other shape, as they were.
     archive_odd: BTreeMap<Token, Object>,
+    /// One bit per task slot: the task's objects were archived. Lets a read
+    /// or write of a live task's token skip the archive.
+    archived_tasks: Vec<u64>,
 }
 
 /// An archived object: at most one version, whose metadata names the
@@ -158,6 +161,7 @@ impl Store {
         let archived;
         let object = match self.objects.get(&token) {
             Some(object) => Some(object),
+            None if !self.was_archived(token.task) => None,
             None => {
                 archived = self.archived(token);
                 archived.as_ref()
@@ -236,13 +240,18 @@ impl Store {
         let Some(tokens) = self.by_task.remove(&task) else {
             return;
         };
+        let (word, bit) = (task.slot() / 64, task.slot() % 64);
+        if self.archived_tasks.len() <= word {
+            self.archived_tasks.resize(word + 1, 0);
+        }
+        self.archived_tasks[word] |= 1 << bit;
         for token in tokens {
             let Some(object) = self.objects.remove(&token) else {
                 continue;
             };
             match Archived::of(token, &object) {
                 Some(archived) => {
-                    let at = self.archive.partition_point(|a| a.token < token);
+                    let at = self.insert_point(token);
                     self.archive.insert(at, archived);
                 }
                 None => {
@@ -250,6 +259,31 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Where `token` goes in the archive. Compaction follows retention,
+    /// which follows creation, so a token goes at or near the end: the
+    /// search gallops back from there over memory still warm.
+    fn insert_point(&self, token: Token) -> usize {
+        let mut hi = self.archive.len();
+        let mut step = 1;
+        while hi > 0 {
+            let probe = hi.saturating_sub(step);
+            if self.archive[probe].token < token {
+                let rest = &self.archive[probe + 1..hi];
+                return probe + 1 + rest.partition_point(|a| a.token < token);
+            }
+            hi = probe;
+            step *= 2;
+        }
+        0
+    }
+
+    fn was_archived(&self, task: TaskId) -> bool {
+        let (word, bit) = (task.slot() / 64, task.slot() % 64);
+        self.archived_tasks
+            .get(word)
+            .is_some_and(|bits| bits & (1 << bit) != 0)
     }
 
     /// An archived object, rebuilt.
@@ -262,7 +296,7 @@ impl Store {
 
     /// Brings an archived object back among the live ones before a write.
     fn unarchive(&mut self, token: Token) {
-        if self.objects.contains_key(&token) {
+        if !self.was_archived(token.task) || self.objects.contains_key(&token) {
             return;
         }
         let object = match self.archive.binary_search_by(|a| a.token.cmp(&token)) {
