@@ -131,7 +131,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         artifact: None,
         compacted: false,
     };
-    world.db.tasks.push(Box::new(row));
+    world.db.tasks.push(row);
     id
 }
 

@@ -415,7 +415,7 @@ impl World {
         let mut task_id = String::with_capacity(16);
         id.push_to(&mut task_id);
         let task_id: Text = task_id.into();
-        self.db.tasks.push(Box::new(TaskRow {
+        self.db.tasks.push(TaskRow {
             id,
             state: initial_state(task_id),
             key: key.clone(),
@@ -433,7 +433,7 @@ impl World {
             redrives: 0,
             artifact: None,
             compacted: false,
-        }));
+        });
         if write_outbox {
             self.insert_work_row(id, WorkKind::TaskCreated, 1, self.now);
         }

@@ -473,9 +473,12 @@ pub const REJECTIONS_KEPT: usize = 10_000;
 
 #[derive(Debug, Default)]
 pub struct Db {
-    /// Dense by task id: `tasks[id.slot()]`.
-    /// Boxed rows: the table grows by pointers, not by whole rows.
-    pub tasks: Vec<Box<TaskRow>>,
+    /// Dense by task id: `tasks[id.slot()]`. Rows sit in the table itself,
+    /// not boxed: a compacted row lives as long as the run, and boxed it
+    /// would pin a small block among the young data for good, spreading
+    /// the working set over a heap that grows with the work done. Inline,
+    /// old rows stay together and recent ones are adjacent.
+    pub tasks: Vec<TaskRow>,
     pub idempotency: BTreeMap<Text, Box<IdempotencyRecord>>,
     /// Dense by outbox id; `None` once its task was compacted.
     outbox: Vec<Option<Box<OutboxRow>>>,
@@ -523,7 +526,7 @@ impl Db {
     }
 
     pub fn find_task(&self, id: TaskId) -> Option<&TaskRow> {
-        self.tasks.get(id.slot()).map(|row| &**row)
+        self.tasks.get(id.slot())
     }
 
     /// A row that was not compacted away.
