@@ -148,11 +148,48 @@ enum DeliveryClass {
     Fresh,
 }
 
+/// The checker's copy of an inbox row: payload hash, state, result.
+type InboxCopy = (Sha, InboxState, Option<ProcessResult>);
+
+/// The checker's copies of inbox rows, dense by outbox id like the outbox
+/// table itself (ids are a counter): a delivery touch reads and writes its
+/// row by index instead of searching a map every step.
+#[derive(Debug, Default)]
+struct InboxMirror {
+    rows: Vec<Option<InboxCopy>>,
+}
+
+impl InboxMirror {
+    fn get(&self, message: OutboxId) -> Option<&InboxCopy> {
+        let slot = (message.0 as usize).checked_sub(1)?;
+        self.rows.get(slot)?.as_ref()
+    }
+
+    fn insert(&mut self, message: OutboxId, copy: InboxCopy) {
+        let Some(slot) = (message.0 as usize).checked_sub(1) else {
+            return;
+        };
+        if self.rows.len() <= slot {
+            self.rows.resize(slot + 1, None);
+        }
+        self.rows[slot] = Some(copy);
+    }
+
+    fn remove(&mut self, message: OutboxId) {
+        if let Some(row) = (message.0 as usize)
+            .checked_sub(1)
+            .and_then(|slot| self.rows.get_mut(slot))
+        {
+            *row = None;
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Checker {
     tasks: Vec<Mirror>,
     event_ids: BTreeMap<Text, (TaskId, i64)>,
-    inbox: BTreeMap<OutboxId, (Sha, InboxState, Option<ProcessResult>)>,
+    inbox: InboxMirror,
     deliveries: BTreeMap<u64, DeliveryClass>,
     /// Tasks created under each key, and since when the key's current
     /// record epoch runs (a record's deletion opens a new epoch).
@@ -178,7 +215,7 @@ impl Checker {
     }
 
     pub fn forget_message(&mut self, message: OutboxId) {
-        self.inbox.remove(&message);
+        self.inbox.remove(message);
     }
 }
 
@@ -778,7 +815,7 @@ impl World {
     fn check_delivery(&mut self, touch: &crate::world::DeliveryTouch) -> Result<(), Fired> {
         let message = touch.message;
         if touch.act == DeliveryAct::Register {
-            let class = match self.checker.inbox.get(&message) {
+            let class = match self.checker.inbox.get(message) {
                 Some((hash, _, _)) if *hash != touch.payload_sha256 => DeliveryClass::Conflicting,
                 Some((_, state, result)) if state.is_final() => DeliveryClass::DuplicateOf(*result),
                 _ => DeliveryClass::Fresh,
@@ -794,7 +831,7 @@ impl World {
             .unwrap_or(DeliveryClass::Fresh);
         if class == DeliveryClass::Conflicting {
             // The first hash's row must come through untouched.
-            let before = self.checker.inbox.get(&message).copied();
+            let before = self.checker.inbox.get(message).copied();
             let after = self
                 .db
                 .inbox
