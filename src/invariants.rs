@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use crate::hash::{Sha, hex};
-use crate::task::{Status, TaskState, Text, Transition, initial_state, transition};
-use crate::world::db::{Answer, EffectKind, InboxState, ProcessResult, Token};
+use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
+use crate::world::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
 use crate::world::ids::{OutboxId, TaskId};
 use crate::world::{DeliveryAct, World};
 
@@ -118,10 +118,22 @@ struct TaskMirror {
     status: Status,
     version: i64,
     events: usize,
-    /// The fold of the events seen so far (true transition, no mutant).
-    replay: TaskState,
-    /// Every state the task had, by version.
+    /// The check round (`Checker::round`) in which the task's history last
+    /// checked clean: within one round nothing changes the database, so a
+    /// second look (projection, cache) would find the same and is skipped.
+    synced: u64,
+    /// Every state the task had, by version: the initial state, then the
+    /// fold of the events seen so far (true transition, no mutant). Its
+    /// last entry is the replay the state row must equal.
     history: Vec<TaskState>,
+}
+
+impl TaskMirror {
+    fn replay(&self) -> &TaskState {
+        self.history
+            .last()
+            .expect("a mirror's history starts with the initial state")
+    }
 }
 
 /// The checker's memory of one task: all of it while the task lives, its
@@ -198,6 +210,8 @@ pub struct Checker {
     /// is gone ends the key's epoch and its entry: memory follows live keys.
     keys: BTreeMap<Text, KeyLife>,
     accepted_creates: u64,
+    /// Counts `check_step` calls; see `TaskMirror::synced`.
+    round: u64,
 }
 
 impl Checker {
@@ -217,6 +231,234 @@ impl Checker {
     pub fn forget_message(&mut self, message: OutboxId) {
         self.inbox.remove(message);
     }
+
+    /// The mirror of `task`, made (with those of the tasks before it) on
+    /// first sight.
+    fn mirror(&mut self, db: &Db, task: TaskId) -> &mut Mirror {
+        while self.tasks.len() <= task.slot() {
+            let id = TaskId(self.tasks.len() as u32 + 1);
+            let mut history = Vec::with_capacity(3);
+            history.push(initial_state(db.task(id).state.task_id.clone()));
+            self.tasks.push(Mirror::Live(Box::new(TaskMirror {
+                status: Status::Queued,
+                version: 0,
+                events: 0,
+                synced: 0,
+                history,
+            })));
+        }
+        &mut self.tasks[task.slot()]
+    }
+
+    /// terminal-never-reopens, event-id-unique, version-step-one,
+    /// replay-matches-state: the task's event history against its row.
+    /// Brings the mirror up to date when the history checks.
+    fn sync_task(&mut self, db: &Db, policy: Policy, task: TaskId) -> Result<(), Fired> {
+        let round = self.round;
+        if let Mirror::Compacted { status, version } = self.mirror(db, task) {
+            let (status, version) = (*status, *version);
+            return check_compacted(db, task, status, version);
+        }
+        let Checker {
+            tasks, event_ids, ..
+        } = self;
+        let Mirror::Live(mirror) = &mut tasks[task.slot()] else {
+            unreachable!("matched above");
+        };
+        if mirror.synced == round {
+            return Ok(());
+        }
+        let row = db.task(task);
+        let seen = mirror.events;
+        let (was, was_version) = (mirror.status, mirror.version);
+        if was.is_terminal() && row.state.status != was {
+            return Err(Fired {
+                invariant: "terminal-never-reopens",
+                message: format!(
+                    "{task} was {} and is now {}",
+                    was.as_str(),
+                    row.state.status.as_str()
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        let fresh = &row.events[seen..];
+        // Nothing appended: the row must still be the fold of its events.
+        if fresh.is_empty() {
+            if row.state.version != was_version {
+                return Err(Fired {
+                    invariant: "version-step-one",
+                    message: format!(
+                        "{task} went from v{was_version} to v{} with no new event",
+                        row.state.version
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+            if row.state != *mirror.replay() {
+                return Err(Fired {
+                    invariant: "replay-matches-state",
+                    message: format!(
+                        "{task}'s state row changed at v{} without an event",
+                        row.state.version
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+            mirror.synced = round;
+            return Ok(());
+        }
+        for (offset, stored) in fresh.iter().enumerate() {
+            let event = &stored.event;
+            let earlier = &row.events[..seen + offset];
+            let clash = earlier
+                .iter()
+                .any(|e| e.event.sequence == event.sequence || e.event.event_id == event.event_id)
+                || foreign_id_taken(event_ids, db, task, &event.event_id);
+            if clash {
+                return Err(Fired {
+                    invariant: "event-id-unique",
+                    message: format!(
+                        "{task} has two events at sequence {} or under id {}",
+                        event.sequence, event.event_id
+                    ),
+                    entities: vec![task.to_string(), event.event_id.to_string()],
+                });
+            }
+        }
+        let added = fresh.len() as i64;
+        let expected_version = fresh.last().map_or(was_version, |s| s.event.sequence);
+        if row.state.version - was_version != added || row.state.version != expected_version {
+            return Err(Fired {
+                invariant: "version-step-one",
+                message: format!(
+                    "{task} went from v{was_version} to v{} with {added} new event(s)",
+                    row.state.version
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        // The fold goes straight into the history; a check that fails takes
+        // it back out, so a failed check leaves the mirror as it was.
+        let history = &mut mirror.history;
+        let start = history.len();
+        for stored in fresh {
+            let replay = history.last().expect("starts with the initial state");
+            match transition(replay, &stored.event, policy) {
+                Transition::Accepted { next, .. } => history.push(next),
+                Transition::Rejected { reason } => {
+                    history.truncate(start);
+                    return Err(Fired {
+                        invariant: "replay-matches-state",
+                        message: format!(
+                            "replaying {task} stops at {}: {}",
+                            stored.event.event_id,
+                            reason.as_str()
+                        ),
+                        entities: vec![task.to_string(), stored.event.event_id.to_string()],
+                    });
+                }
+            }
+        }
+        if *mirror.replay() != row.state {
+            mirror.history.truncate(start);
+            return Err(Fired {
+                invariant: "replay-matches-state",
+                message: format!(
+                    "folding {task}'s events does not give its state row at v{}",
+                    row.state.version
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        // Ids that do not name their own task are checked across tasks.
+        for stored in fresh {
+            if !owns_id(&stored.event.event_id, task) {
+                event_ids.insert(stored.event.event_id.clone(), (task, stored.event.sequence));
+            }
+        }
+        mirror.status = row.state.status;
+        mirror.version = row.state.version;
+        mirror.events = row.events.len();
+        mirror.synced = round;
+        Ok(())
+    }
+}
+
+/// A compacted task can only stay as it was: same status, same version, no
+/// history.
+fn check_compacted(db: &Db, task: TaskId, status: Status, version: i64) -> Result<(), Fired> {
+    let row = db.task(task);
+    if row.state.status != status {
+        return Err(Fired {
+            invariant: "terminal-never-reopens",
+            message: format!(
+                "{task} was {} and is now {}",
+                status.as_str(),
+                row.state.status.as_str()
+            ),
+            entities: vec![task.to_string()],
+        });
+    }
+    if row.state.version != version || !row.events.is_empty() {
+        return Err(Fired {
+            invariant: "version-step-one",
+            message: format!(
+                "compacted {task} moved from v{version} to v{}",
+                row.state.version
+            ),
+            entities: vec![task.to_string()],
+        });
+    }
+    Ok(())
+}
+
+/// Whether `id`, appended to `task`, is already some event's id elsewhere:
+/// in the map of ids that do not name their task, or, for an id that names
+/// another task, among that task's events.
+fn foreign_id_taken(
+    event_ids: &BTreeMap<Text, (TaskId, i64)>,
+    db: &Db,
+    task: TaskId,
+    id: &Text,
+) -> bool {
+    if event_ids.get(id).is_some_and(|(owner, _)| *owner != task) {
+        return true;
+    }
+    let head = id.split(':').next().unwrap_or_default();
+    if names(head, task) {
+        return false;
+    }
+    match TaskId::parse(head) {
+        Some(owner) if owner != task => db
+            .find_task(owner)
+            .is_some_and(|row| row.events.iter().any(|e| e.event.event_id == *id)),
+        _ => false,
+    }
+}
+
+/// Whether `head` is `task`'s id as `TaskId::parse` reads it (`task-N`, N
+/// without leading zeros), compared digit by digit instead of parsed.
+fn names(head: &str, task: TaskId) -> bool {
+    let Some(digits) = head.strip_prefix("task-") else {
+        return false;
+    };
+    let digits = digits.as_bytes();
+    let (mut number, mut end) = (task.0, digits.len());
+    if number == 0 {
+        return false;
+    }
+    while number > 0 {
+        let Some(last) = end.checked_sub(1) else {
+            return false;
+        };
+        if digits[last] != b'0' + (number % 10) as u8 {
+            return false;
+        }
+        number /= 10;
+        end = last;
+    }
+    end == 0
 }
 
 struct Fired {
@@ -230,7 +472,7 @@ struct Fired {
 /// checked for them.
 fn owns_id(id: &str, task: TaskId) -> bool {
     id.split_once(':')
-        .is_some_and(|(head, _)| TaskId::parse(head) == Some(task))
+        .is_some_and(|(head, _)| names(head, task))
 }
 
 impl World {
@@ -246,6 +488,7 @@ impl World {
 
     /// Runs the checks for everything the step touched.
     pub(crate) fn check_step(&mut self) {
+        self.checker.round += 1;
         let mut fired: Option<Fired> = None;
         let mut checks = 0u64;
         macro_rules! check {
@@ -316,56 +559,11 @@ impl World {
         }
     }
 
-    fn mirror(&mut self, task: TaskId) -> &mut Mirror {
-        while self.checker.tasks.len() <= task.slot() {
-            let id = TaskId(self.checker.tasks.len() as u32 + 1);
-            let initial = initial_state(self.db.task(id).state.task_id.clone());
-            let mut history = Vec::with_capacity(3);
-            history.push(initial.clone());
-            self.checker.tasks.push(Mirror::Live(Box::new(TaskMirror {
-                status: Status::Queued,
-                version: 0,
-                events: 0,
-                replay: initial,
-                history,
-            })));
-        }
-        &mut self.checker.tasks[task.slot()]
-    }
-
-    /// A compacted task can only stay as it was: same status, same
-    /// version, no history.
-    fn check_compacted(&self, task: TaskId, status: Status, version: i64) -> Result<(), Fired> {
-        let row = self.db.task(task);
-        if row.state.status != status {
-            return Err(Fired {
-                invariant: "terminal-never-reopens",
-                message: format!(
-                    "{task} was {} and is now {}",
-                    status.as_str(),
-                    row.state.status.as_str()
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        if row.state.version != version || !row.events.is_empty() {
-            return Err(Fired {
-                invariant: "version-step-one",
-                message: format!(
-                    "compacted {task} moved from v{version} to v{}",
-                    row.state.version
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        Ok(())
-    }
-
     fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
         let key = row.key.clone();
         let replay = row.replay_of.is_some();
-        self.mirror(task);
+        self.checker.mirror(&self.db, task);
         self.checker.keys.entry(key).or_default().tasks.push(task);
         if !replay {
             self.checker.accepted_creates += 1;
@@ -479,158 +677,9 @@ impl World {
         Ok(())
     }
 
-    /// terminal-never-reopens, event-id-unique, version-step-one,
-    /// replay-matches-state: the task's event history against its row.
     fn check_task_events(&mut self, task: TaskId) -> Result<(), Fired> {
-        let policy = self.config.cancel_policy;
-        if let Mirror::Compacted { status, version } = self.mirror(task) {
-            let (status, version) = (*status, *version);
-            return self.check_compacted(task, status, version);
-        }
-        let row = &self.db.tasks[task.slot()];
-        let Mirror::Live(mirror) = &self.checker.tasks[task.slot()] else {
-            unreachable!("matched above");
-        };
-        let seen = mirror.events;
-        let (was, was_version) = (mirror.status, mirror.version);
-        if was.is_terminal() && row.state.status != was {
-            return Err(Fired {
-                invariant: "terminal-never-reopens",
-                message: format!(
-                    "{task} was {} and is now {}",
-                    was.as_str(),
-                    row.state.status.as_str()
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        let fresh = &row.events[seen..];
-        // Nothing appended: the row must still be the fold of its events.
-        if fresh.is_empty() {
-            if row.state.version != was_version {
-                return Err(Fired {
-                    invariant: "version-step-one",
-                    message: format!(
-                        "{task} went from v{was_version} to v{} with no new event",
-                        row.state.version
-                    ),
-                    entities: vec![task.to_string()],
-                });
-            }
-            if row.state != mirror.replay {
-                return Err(Fired {
-                    invariant: "replay-matches-state",
-                    message: format!(
-                        "{task}'s state row changed at v{} without an event",
-                        row.state.version
-                    ),
-                    entities: vec![task.to_string()],
-                });
-            }
-            return Ok(());
-        }
-        for (offset, stored) in fresh.iter().enumerate() {
-            let event = &stored.event;
-            let earlier = &row.events[..seen + offset];
-            let clash = earlier
-                .iter()
-                .any(|e| e.event.sequence == event.sequence || e.event.event_id == event.event_id)
-                || self.foreign_id_taken(task, &event.event_id);
-            if clash {
-                return Err(Fired {
-                    invariant: "event-id-unique",
-                    message: format!(
-                        "{task} has two events at sequence {} or under id {}",
-                        event.sequence, event.event_id
-                    ),
-                    entities: vec![task.to_string(), event.event_id.to_string()],
-                });
-            }
-        }
-        let added = fresh.len() as i64;
-        let expected_version = fresh.last().map_or(was_version, |s| s.event.sequence);
-        if row.state.version - was_version != added || row.state.version != expected_version {
-            return Err(Fired {
-                invariant: "version-step-one",
-                message: format!(
-                    "{task} went from v{was_version} to v{} with {added} new event(s)",
-                    row.state.version
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        let mut replay = mirror.replay.clone();
-        let mut history = Vec::with_capacity(fresh.len());
-        for stored in fresh {
-            match transition(&replay, &stored.event, policy) {
-                Transition::Accepted { next, .. } => {
-                    history.push(next.clone());
-                    replay = next;
-                }
-                Transition::Rejected { reason } => {
-                    return Err(Fired {
-                        invariant: "replay-matches-state",
-                        message: format!(
-                            "replaying {task} stops at {}: {}",
-                            stored.event.event_id,
-                            reason.as_str()
-                        ),
-                        entities: vec![task.to_string(), stored.event.event_id.to_string()],
-                    });
-                }
-            }
-        }
-        if replay != row.state {
-            return Err(Fired {
-                invariant: "replay-matches-state",
-                message: format!(
-                    "folding {task}'s events does not give its state row at v{}",
-                    row.state.version
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        // Ids that do not name their own task are checked across tasks.
-        let foreign: Vec<(Text, i64)> = fresh
-            .iter()
-            .filter(|stored| !owns_id(&stored.event.event_id, task))
-            .map(|stored| (stored.event.event_id.clone(), stored.event.sequence))
-            .collect();
-        let (status, version, events) = (row.state.status, row.state.version, row.events.len());
-        for (id, sequence) in foreign {
-            self.checker.event_ids.insert(id, (task, sequence));
-        }
-        let Mirror::Live(mirror) = &mut self.checker.tasks[task.slot()] else {
-            unreachable!("matched above");
-        };
-        mirror.status = status;
-        mirror.version = version;
-        mirror.events = events;
-        mirror.replay = replay;
-        mirror.history.extend(history);
-        Ok(())
-    }
-
-    /// Whether `id`, appended to `task`, is already some event's id
-    /// elsewhere: in the map of ids that do not name their task, or, for an
-    /// id that names another task, among that task's events.
-    fn foreign_id_taken(&self, task: TaskId, id: &Text) -> bool {
-        if self
-            .checker
-            .event_ids
-            .get(id)
-            .is_some_and(|(owner, _)| *owner != task)
-        {
-            return true;
-        }
-        let named = id.split(':').next().and_then(TaskId::parse);
-        match named {
-            Some(owner) if owner != task => self
-                .db
-                .find_task(owner)
-                .is_some_and(|row| row.events.iter().any(|e| e.event.event_id == *id)),
-            _ => false,
-        }
+        self.checker
+            .sync_task(&self.db, self.config.cancel_policy, task)
     }
 
     fn check_token(&mut self, token: Token) -> Result<(), Fired> {
@@ -792,12 +841,15 @@ impl World {
     }
 
     fn check_projection(&mut self, task: TaskId) -> Result<(), Fired> {
-        let Some(version) = self.projector.models.get(&task).map(|m| m.state.version) else {
+        let Some(model) = self.projector.models.get(&task) else {
             return Ok(());
         };
-        let synced = self.check_task_events(task).is_ok();
-        let model = &self.projector.models[&task].state;
-        if !synced || self.state_at(task, version) != Some(model) {
+        let synced = self
+            .checker
+            .sync_task(&self.db, self.config.cancel_policy, task)
+            .is_ok();
+        let model = &model.state;
+        if !synced || self.state_at(task, model.version) != Some(model) {
             return Err(Fired {
                 invariant: "projection-consistent",
                 message: format!(
