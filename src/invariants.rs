@@ -5,6 +5,7 @@
 //! at quiescence.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
 use crate::hash::{Sha, hex};
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
@@ -197,6 +198,47 @@ impl InboxMirror {
     }
 }
 
+/// An idempotency key as the checker files it: a 64-bit fingerprint of
+/// its bytes first, then the key itself. Keys share long prefixes
+/// (`intent-000123`), so a search ordered by the text compared many bytes at
+/// every node; ordered by fingerprint it compares integers and the text
+/// only where fingerprints are equal. The order is deterministic, and the
+/// map it orders is only looked up, never iterated.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct KeyOf(u64, Text);
+
+impl KeyOf {
+    fn new(key: &Text) -> KeyOf {
+        KeyOf(fingerprint(key.as_bytes()), key.clone())
+    }
+}
+
+/// Eight bytes at a time, multiply-rotate, then murmur3's finaliser so
+/// that keys differing only in their last digits differ in every bit.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let add = |state: u64, word: u64| (state.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut state = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        state = add(
+            state,
+            u64::from_le_bytes(word.try_into().expect("eight bytes")),
+        );
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        state = add(state, u64::from_le_bytes(last));
+    }
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    state ^ (state >> 33)
+}
+
 #[derive(Debug, Default)]
 pub struct Checker {
     tasks: Vec<Mirror>,
@@ -208,7 +250,8 @@ pub struct Checker {
     /// Per key: the tasks created under it since its last record ended, and
     /// whether a record for it has been seen alive. A record that lived and
     /// is gone ends the key's epoch and its entry: memory follows live keys.
-    keys: BTreeMap<Text, KeyLife>,
+    /// Filed by `KeyOf`: fingerprint, then text.
+    keys: BTreeMap<KeyOf, KeyLife>,
     accepted_creates: u64,
     /// Counts `check_step` calls; see `TaskMirror::synced`.
     round: u64,
@@ -561,9 +604,9 @@ impl World {
 
     fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
-        let key = row.key.clone();
         let replay = row.replay_of.is_some();
         self.checker.mirror(&self.db, task);
+        let key = KeyOf::new(&row.key);
         self.checker.keys.entry(key).or_default().tasks.push(task);
         if !replay {
             self.checker.accepted_creates += 1;
@@ -652,8 +695,10 @@ impl World {
         let Some(record) = self.db.idempotency.get(key) else {
             // A record that lived and is gone opens a new epoch: a task
             // created under the key from now on is a new intent's.
-            if self.checker.keys.get(key).is_some_and(|life| life.recorded) {
-                self.checker.keys.remove(key);
+            if let Entry::Occupied(life) = self.checker.keys.entry(KeyOf::new(key))
+                && life.get().recorded
+            {
+                life.remove();
             }
             return Ok(());
         };
@@ -661,7 +706,7 @@ impl World {
             Answer::Accepted(task) => Some(task),
             Answer::Refused(_) => None,
         };
-        let life = self.checker.keys.entry(key.clone()).or_default();
+        let life = self.checker.keys.entry(KeyOf::new(key)).or_default();
         life.recorded = true;
         let other = life.tasks.iter().copied().find(|task| Some(*task) != named);
         if let Some(other) = other {
