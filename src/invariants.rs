@@ -468,7 +468,7 @@ fn foreign_id_taken(
     if event_ids.get(id).is_some_and(|(owner, _)| *owner != task) {
         return true;
     }
-    let head = id.split(':').next().unwrap_or_default();
+    let (head, _) = head_of(id);
     if names(head, task) {
         return false;
     }
@@ -514,8 +514,36 @@ struct Fired {
 /// cannot collide with another task's, so only the task's own events are
 /// checked for them.
 fn owns_id(id: &str, task: TaskId) -> bool {
-    id.split_once(':')
-        .is_some_and(|(head, _)| names(head, task))
+    let (head, colon) = head_of(id);
+    colon && names(head, task)
+}
+
+/// An event id's part before its first `:` (all of it if it has none), and
+/// whether it has one: `split(':').next()` without the general searcher.
+fn head_of(id: &str) -> (&str, bool) {
+    match id.bytes().position(|byte| byte == b':') {
+        Some(colon) => (&id[..colon], true),
+        None => (id, false),
+    }
+}
+
+/// Whether `text` is the hex of `sha`, as `hash::parse_sha_hex(text) ==
+/// Some(*sha)` judges it (64 digits, either case), without building the
+/// parsed hash.
+fn hex_is(text: &str, sha: &Sha) -> bool {
+    fn digit(byte: u8) -> Option<u8> {
+        match byte {
+            b'0'..=b'9' => Some(byte - b'0'),
+            b'a'..=b'f' => Some(byte - b'a' + 10),
+            b'A'..=b'F' => Some(byte - b'A' + 10),
+            _ => None,
+        }
+    }
+    let text = text.as_bytes();
+    text.len() == 2 * sha.len()
+        && sha.iter().zip(text.chunks_exact(2)).all(|(byte, pair)| {
+            digit(pair[0]) == Some(byte >> 4) && digit(pair[1]) == Some(byte & 0xf)
+        })
 }
 
 impl World {
@@ -753,43 +781,50 @@ impl World {
         let (sha, size) = self.expected_artifact(task);
         let state = &self.db.task(task).state;
         let store = &self.store;
+        let completed_status = state.status == Status::Completed;
+        let attempt = state.attempt as u32;
         // The checker's own reading of a good artifact, independent of the
         // worker's `artifact_is_good`, which it checks.
-        let good = |token: &Token| -> bool {
-            store
-                .get(*token)
-                .and_then(|o| o.current())
-                .is_some_and(|version| {
-                    version.bytes_sha256 == sha
-                        && version.size == size
-                        && version.metadata.task == task
-                        && version.metadata.attempt == token.attempt
-                        && version.metadata.size == size
-                        && version.metadata.sha256 == sha
-                })
+        let good = |token: Token, version: Option<&crate::world::store::Version>| -> bool {
+            version.is_some_and(|version| {
+                version.bytes_sha256 == sha
+                    && version.size == size
+                    && version.metadata.task == task
+                    && version.metadata.attempt == token.attempt
+                    && version.metadata.size == size
+                    && version.metadata.sha256 == sha
+            })
         };
-        let visible: Vec<Token> = store
-            .tokens_of(task)
-            .iter()
-            .copied()
-            .filter(|token| store.get(*token).is_some_and(|o| o.visible()))
-            .collect();
-        if state.status == Status::Completed {
-            let attempt = state.attempt as u32;
-            let completed = visible
-                .iter()
-                .copied()
-                .find(|token| token.attempt == attempt && token.kind == EffectKind::Artifact);
-            let completed_with = state
-                .artifact_sha256
-                .as_deref()
-                .and_then(crate::hash::parse_sha_hex);
-            let ok = completed.is_some_and(|token| {
-                good(&token)
-                    && store
-                        .get(token)
-                        .and_then(|o| o.current())
-                        .is_some_and(|v| completed_with == Some(v.bytes_sha256))
+        // One pass over the task's tokens, one store search each: what the
+        // three checks below need of the visible ones, in token order.
+        let mut visible = 0usize;
+        let mut completed = None;
+        let mut corrupt = None;
+        let mut stray = false;
+        for &token in store.tokens_of(task) {
+            let Some(object) = store.get(token).filter(|o| o.visible()) else {
+                continue;
+            };
+            visible += 1;
+            let current = object.current();
+            if completed.is_none() && token.attempt == attempt && token.kind == EffectKind::Artifact
+            {
+                completed = Some((token, current));
+            }
+            if corrupt.is_none() && !good(token, current) {
+                corrupt = Some(token);
+            }
+            stray |= !(completed_status && token.attempt == attempt && token.generation == 0);
+        }
+        if completed_status {
+            let ok = completed.is_some_and(|(token, current)| {
+                good(token, current)
+                    && current.is_some_and(|v| {
+                        state
+                            .artifact_sha256
+                            .as_deref()
+                            .is_some_and(|text| hex_is(text, &v.bytes_sha256))
+                    })
             });
             if !ok {
                 return Err(Fired {
@@ -801,28 +836,24 @@ impl World {
                 });
             }
         }
-        for token in &visible {
-            if !good(token) {
-                return Err(Fired {
-                    invariant: "no-visible-corrupt-artifact",
-                    message: format!(
-                        "{task} is {} and its artifact {token} fails verification but is visible",
-                        state.status.as_str()
-                    ),
-                    entities: vec![task.to_string(), token.to_string()],
-                });
-            }
+        if let Some(token) = corrupt {
+            return Err(Fired {
+                invariant: "no-visible-corrupt-artifact",
+                message: format!(
+                    "{task} is {} and its artifact {token} fails verification but is visible",
+                    state.status.as_str()
+                ),
+                entities: vec![task.to_string(), token.to_string()],
+            });
         }
-        let allowed = usize::from(state.status == Status::Completed);
-        let stray: Vec<&Token> = visible
-            .iter()
-            .filter(|token| {
-                !(state.status == Status::Completed
-                    && token.attempt == state.attempt as u32
-                    && token.generation == 0)
-            })
-            .collect();
-        if visible.len() > allowed || !stray.is_empty() {
+        let allowed = usize::from(completed_status);
+        if visible > allowed || stray {
+            let visible: Vec<Token> = store
+                .tokens_of(task)
+                .iter()
+                .copied()
+                .filter(|token| store.get(*token).is_some_and(|o| o.visible()))
+                .collect();
             return Err(Fired {
                 invariant: "one-visible-artifact-per-task",
                 message: format!(
