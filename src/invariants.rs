@@ -529,21 +529,12 @@ fn head_of(id: &str) -> (&str, bool) {
 
 /// Whether `text` is the hex of `sha`, as `hash::parse_sha_hex(text) ==
 /// Some(*sha)` judges it (64 digits, either case), without building the
-/// parsed hash.
+/// parsed hash: the lowercase rendering is compared at once, and only text
+/// that differs from it is parsed.
 fn hex_is(text: &str, sha: &Sha) -> bool {
-    fn digit(byte: u8) -> Option<u8> {
-        match byte {
-            b'0'..=b'9' => Some(byte - b'0'),
-            b'a'..=b'f' => Some(byte - b'a' + 10),
-            b'A'..=b'F' => Some(byte - b'A' + 10),
-            _ => None,
-        }
-    }
-    let text = text.as_bytes();
-    text.len() == 2 * sha.len()
-        && sha.iter().zip(text.chunks_exact(2)).all(|(byte, pair)| {
-            digit(pair[0]) == Some(byte >> 4) && digit(pair[1]) == Some(byte & 0xf)
-        })
+    let mut lower = [0u8; 64];
+    crate::hash::hex_into(sha, &mut lower);
+    text.as_bytes() == lower || crate::hash::parse_sha_hex(text) == Some(*sha)
 }
 
 impl World {
