@@ -203,6 +203,32 @@ pub struct Touched {
 }
 
 impl Touched {
+    /// Nothing to check. Names every list, so a new one cannot be missed.
+    pub fn is_empty(&self) -> bool {
+        let Touched {
+            tasks,
+            keys,
+            tokens,
+            entries,
+            cache,
+            projection,
+            created,
+            answers,
+            deliveries,
+            delivered,
+        } = self;
+        tasks.is_empty()
+            && keys.is_empty()
+            && tokens.is_empty()
+            && entries.is_empty()
+            && cache.is_empty()
+            && projection.is_empty()
+            && created.is_empty()
+            && answers.is_empty()
+            && deliveries.is_empty()
+            && delivered.is_empty()
+    }
+
     fn clear(&mut self) {
         self.tasks.clear();
         self.keys.clear();
