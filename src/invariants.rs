@@ -255,6 +255,18 @@ pub struct Checker {
     accepted_creates: u64,
     /// Counts `check_step` calls; see `TaskMirror::synced`.
     round: u64,
+    /// The idempotency records read this round, by key: an API step
+    /// touches a key and answers an intent of the same key, and both checks
+    /// read its record, which cannot change within the round.
+    records: Vec<(Text, Option<RecordView>)>,
+}
+
+/// What the checks read of an idempotency record.
+#[derive(Clone, Copy, Debug)]
+struct RecordView {
+    fingerprint: Sha,
+    committed_ms: u64,
+    answer: Answer,
 }
 
 impl Checker {
@@ -556,6 +568,7 @@ impl World {
             return;
         }
         self.checker.round += 1;
+        self.checker.records.clear();
         let mut fired: Option<Fired> = None;
         let mut checks = 0u64;
         macro_rules! check {
@@ -696,9 +709,7 @@ impl World {
         }
         // The key's live record, read once: its fingerprint and commit time.
         let live = self
-            .db
-            .idempotency
-            .get(&key)
+            .record(&key)
             .map(|live| (live.fingerprint, live.committed_ms));
         let reused = live.is_some_and(|(bound, _)| bound != fingerprint);
         if reused && answer != Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST") {
@@ -736,8 +747,22 @@ impl World {
         }
     }
 
+    /// The live idempotency record of `key`, searched once per round.
+    fn record(&mut self, key: &Text) -> Option<RecordView> {
+        if let Some((_, view)) = self.checker.records.iter().find(|(read, _)| read == key) {
+            return *view;
+        }
+        let view = self.db.idempotency.get(key).map(|record| RecordView {
+            fingerprint: record.fingerprint,
+            committed_ms: record.committed_ms,
+            answer: record.answer,
+        });
+        self.checker.records.push((key.clone(), view));
+        view
+    }
+
     fn check_key(&mut self, key: &Text) -> Result<(), Fired> {
-        let Some(record) = self.db.idempotency.get(key) else {
+        let Some(record) = self.record(key) else {
             // A record that lived and is gone opens a new epoch: a task
             // created under the key from now on is a new intent's.
             if let Entry::Occupied(life) = self.checker.keys.entry(KeyOf::new(key))
