@@ -138,10 +138,12 @@ impl TaskMirror {
 }
 
 /// The checker's memory of one task: all of it while the task lives, its
-/// final status and version once it was compacted.
+/// final status and version once it was compacted. A live mirror is held
+/// inline (its history is already on the heap): no allocation per task for
+/// the mirror itself.
 #[derive(Clone, Debug)]
 enum Mirror {
-    Live(Box<TaskMirror>),
+    Live(TaskMirror),
     Compacted { status: Status, version: i64 },
 }
 
@@ -326,13 +328,13 @@ impl Checker {
             let id = TaskId(self.tasks.len() as u32 + 1);
             let mut history = Vec::with_capacity(3);
             history.push(initial_state(db.task(id).state.task_id.clone()));
-            self.tasks.push(Mirror::Live(Box::new(TaskMirror {
+            self.tasks.push(Mirror::Live(TaskMirror {
                 status: Status::Queued,
                 version: 0,
                 events: 0,
                 synced: 0,
                 history,
-            })));
+            }));
         }
         &mut self.tasks[task.slot()]
     }
