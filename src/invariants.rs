@@ -397,13 +397,19 @@ impl Checker {
             mirror.synced = round;
             return Ok(());
         }
+        // Whether some fresh id does not name its own task (none do in a
+        // run without outside appends): only then is the map updated below.
+        let mut any_foreign = false;
         for (offset, stored) in fresh.iter().enumerate() {
             let event = &stored.event;
+            let (head, colon) = head_of(&event.event_id);
+            let own = names(head, task);
+            any_foreign |= !(colon && own);
             let earlier = &row.events[..seen + offset];
             let clash = earlier
                 .iter()
                 .any(|e| e.event.sequence == event.sequence || e.event.event_id == event.event_id)
-                || foreign_id_taken(event_ids, db, task, &event.event_id);
+                || foreign_id_taken(event_ids, db, task, &event.event_id, head, own);
             if clash {
                 return Err(Fired {
                     invariant: "event-id-unique",
@@ -461,9 +467,11 @@ impl Checker {
             });
         }
         // Ids that do not name their own task are checked across tasks.
-        for stored in fresh {
-            if !owns_id(&stored.event.event_id, task) {
-                event_ids.insert(stored.event.event_id.clone(), (task, stored.event.sequence));
+        if any_foreign {
+            for stored in fresh {
+                if !owns_id(&stored.event.event_id, task) {
+                    event_ids.insert(stored.event.event_id.clone(), (task, stored.event.sequence));
+                }
             }
         }
         mirror.status = row.state.status;
@@ -504,18 +512,20 @@ fn check_compacted(db: &Db, task: TaskId, status: Status, version: i64) -> Resul
 
 /// Whether `id`, appended to `task`, is already some event's id elsewhere:
 /// in the map of ids that do not name their task, or, for an id that names
-/// another task, among that task's events.
+/// another task, among that task's events. `head` is `head_of(id).0` and
+/// `own` whether it names `task`.
 fn foreign_id_taken(
     event_ids: &BTreeMap<Text, (TaskId, i64)>,
     db: &Db,
     task: TaskId,
     id: &Text,
+    head: &str,
+    own: bool,
 ) -> bool {
     if event_ids.get(id).is_some_and(|(owner, _)| *owner != task) {
         return true;
     }
-    let (head, _) = head_of(id);
-    if names(head, task) {
+    if own {
         return false;
     }
     match TaskId::parse(head) {
