@@ -109,7 +109,7 @@ impl World {
             }
         }
         let mut idempotency = Map::new();
-        for record in self.db.idempotency.values() {
+        for record in self.db.records() {
             idempotency.insert(
                 format!("{SCOPE}:{}", record.key),
                 json!({

@@ -10,7 +10,7 @@ use std::collections::btree_map::Entry;
 use crate::hash::{Sha, hex};
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
 use crate::world::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
-use crate::world::ids::{OutboxId, TaskId};
+use crate::world::ids::{KeyOf, OutboxId, TaskId};
 use crate::world::{DeliveryAct, World};
 
 /// One invariant: its stable id and what it states.
@@ -198,47 +198,6 @@ impl InboxMirror {
             *row = None;
         }
     }
-}
-
-/// An idempotency key as the checker files it: a 64-bit fingerprint of
-/// its bytes first, then the key itself. Keys share long prefixes
-/// (`intent-000123`), so a search ordered by the text compared many bytes at
-/// every node; ordered by fingerprint it compares integers and the text
-/// only where fingerprints are equal. The order is deterministic, and the
-/// map it orders is only looked up, never iterated.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct KeyOf(u64, Text);
-
-impl KeyOf {
-    fn new(key: &Text) -> KeyOf {
-        KeyOf(fingerprint(key.as_bytes()), key.clone())
-    }
-}
-
-/// Eight bytes at a time, multiply-rotate, then murmur3's finaliser so
-/// that keys differing only in their last digits differ in every bit.
-fn fingerprint(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let add = |state: u64, word: u64| (state.rotate_left(5) ^ word).wrapping_mul(K);
-    let mut state = bytes.len() as u64;
-    let mut words = bytes.chunks_exact(8);
-    for word in &mut words {
-        state = add(
-            state,
-            u64::from_le_bytes(word.try_into().expect("eight bytes")),
-        );
-    }
-    let rest = words.remainder();
-    if !rest.is_empty() {
-        let mut last = [0u8; 8];
-        last[..rest.len()].copy_from_slice(rest);
-        state = add(state, u64::from_le_bytes(last));
-    }
-    state ^= state >> 33;
-    state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    state ^= state >> 33;
-    state = state.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    state ^ (state >> 33)
 }
 
 /// The class of each delivery registered and not yet answered, sorted by
@@ -808,7 +767,7 @@ impl World {
         if let Some((_, view)) = self.checker.records.iter().find(|(read, _)| read == key) {
             return *view;
         }
-        let view = self.db.idempotency.get(key).map(|record| RecordView {
+        let view = self.db.record(key).map(|record| RecordView {
             fingerprint: record.fingerprint,
             committed_ms: record.committed_ms,
             answer: record.answer,

@@ -138,16 +138,13 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
 /// An idempotency record for `key` naming `task`, committed now.
 fn record(world: &mut World, key: &str, task: TaskId) {
     let fingerprint = world.db.task(task).fingerprint;
-    world.db.idempotency.insert(
-        Text::from(key),
-        Box::new(IdempotencyRecord {
-            key: Text::from(key),
-            fingerprint,
-            state: RecordState::Succeeded,
-            answer: Answer::Accepted(task),
-            committed_ms: world.now,
-        }),
-    );
+    world.db.put_record(IdempotencyRecord {
+        key: Text::from(key),
+        fingerprint,
+        state: RecordState::Succeeded,
+        answer: Answer::Accepted(task),
+        committed_ms: world.now,
+    });
 }
 
 /// The happy path stepped until task-1 completed: its key's record lives.
@@ -158,7 +155,7 @@ fn completed_with_live_record() -> World {
             .find_task(TASK)
             .is_some_and(|row| row.state.status == Status::Completed)
     });
-    assert!(world.db.idempotency.contains_key(&first_key(&world)));
+    assert!(world.db.record(&first_key(&world)).is_some());
     world
 }
 
@@ -229,7 +226,7 @@ fn one_task_per_key_allows_a_new_task_once_the_record_expired() {
     scenario.requests.push(later);
     let mut world = drained(&scenario);
     let key = first_key(&world);
-    assert!(!world.db.idempotency.contains_key(&key));
+    assert!(world.db.record(&key).is_none());
     let second = insert_task(&mut world, &key);
     record(&mut world, &key, second);
     clean(

@@ -339,7 +339,7 @@ impl World {
     /// The record for `key`, if one answers this request.
     fn lookup(&mut self, key: &Text, fingerprint: Sha) -> Option<Answer> {
         self.touched.keys.push(key.clone());
-        let record = self.db.idempotency.get(key)?;
+        let record = self.db.record(key)?;
         if record.fingerprint == fingerprint || self.mutant == Some(Mutant::NoFingerprintCheck) {
             self.rec.outcome = "replayed";
             Some(record.answer)
@@ -383,16 +383,13 @@ impl World {
         answer: Answer,
     ) {
         self.touched.keys.push(key.clone());
-        self.db.idempotency.insert(
-            key.clone(),
-            Box::new(IdempotencyRecord {
-                key: key.clone(),
-                fingerprint,
-                state,
-                answer,
-                committed_ms: self.now,
-            }),
-        );
+        self.db.put_record(IdempotencyRecord {
+            key: key.clone(),
+            fingerprint,
+            state,
+            answer,
+            committed_ms: self.now,
+        });
         let keep = if self.mutant == Some(Mutant::EarlyIdempotencyExpiry) {
             (self.config.idempotency_ttl_ms / 1000).max(1)
         } else {
@@ -606,7 +603,7 @@ impl World {
     pub(super) fn resolve(&self, target: &Target) -> Option<TaskId> {
         match target {
             Target::Task(task) => self.db.find_task(*task).map(|row| row.id),
-            Target::Key(key) => match self.db.idempotency.get(&**key)?.answer {
+            Target::Key(key) => match self.db.record(key)?.answer {
                 Answer::Accepted(task) => Some(task),
                 Answer::Refused(_) => None,
             },

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
-use super::ids::{ActorId, DeadLetterId, OutboxId, TaskId};
+use super::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
 
 /// The one idempotency scope of this pipeline.
 pub const SCOPE: &str = "document-transform";
@@ -479,7 +479,9 @@ pub struct Db {
     /// the working set over a heap that grows with the work done. Inline,
     /// old rows stay together and recent ones are adjacent.
     pub tasks: Vec<TaskRow>,
-    pub idempotency: BTreeMap<Text, Box<IdempotencyRecord>>,
+    /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
+    /// every create, cancel, read and expiry, and keys share long prefixes.
+    idempotency: BTreeMap<KeyOf, Box<IdempotencyRecord>>,
     /// Dense by outbox id; `None` once its task was compacted.
     outbox: Vec<Option<Box<OutboxRow>>>,
     /// Unpublished rows by the time they may next be claimed.
@@ -515,6 +517,28 @@ impl Db {
             quota_total: quota,
             ..Db::default()
         }
+    }
+
+    /// The idempotency record of `key`.
+    pub fn record(&self, key: &Text) -> Option<&IdempotencyRecord> {
+        self.idempotency
+            .get(&KeyOf::new(key))
+            .map(|record| &**record)
+    }
+
+    /// Writes `record` under its key, replacing any record there.
+    pub fn put_record(&mut self, record: IdempotencyRecord) {
+        self.idempotency
+            .insert(KeyOf::new(&record.key), Box::new(record));
+    }
+
+    pub fn remove_record(&mut self, key: &Text) -> Option<Box<IdempotencyRecord>> {
+        self.idempotency.remove(&KeyOf::new(key))
+    }
+
+    /// Every live idempotency record, in no meaningful order.
+    pub fn records(&self) -> impl Iterator<Item = &IdempotencyRecord> {
+        self.idempotency.values().map(|record| &**record)
     }
 
     pub fn task(&self, id: TaskId) -> &TaskRow {

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::task::Text;
+
 /// The kinds of actor in the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ActorKind {
@@ -200,6 +202,48 @@ counter_id!(IntentId, "intent");
 counter_id!(RequestId, "request");
 counter_id!(DeadLetterId, "dead-letter");
 counter_id!(SignalId, "sig");
+
+/// An idempotency key as the maps that look keys up file it: a 64-bit
+/// fingerprint of its bytes first, then the key itself. Keys share long prefixes
+/// (`intent-000123`), so a search ordered by the text compared many bytes at
+/// every node; ordered by fingerprint it compares integers and the text
+/// only where fingerprints are equal. The order is deterministic but not
+/// the text's: a map filed by it is looked up, and iterated only where the
+/// order cannot show (the dump sorts its keys).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeyOf(u64, Text);
+
+impl KeyOf {
+    pub fn new(key: &Text) -> KeyOf {
+        KeyOf(fingerprint(key.as_bytes()), key.clone())
+    }
+}
+
+/// Eight bytes at a time, multiply-rotate, then murmur3's finaliser so
+/// that keys differing only in their last digits differ in every bit.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let add = |state: u64, word: u64| (state.rotate_left(5) ^ word).wrapping_mul(K);
+    let mut state = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        state = add(
+            state,
+            u64::from_le_bytes(word.try_into().expect("eight bytes")),
+        );
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        state = add(state, u64::from_le_bytes(last));
+    }
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    state ^= state >> 33;
+    state = state.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    state ^ (state >> 33)
+}
 
 #[cfg(test)]
 mod tests {

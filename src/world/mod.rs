@@ -46,7 +46,7 @@ use crate::trace::{Record, Trace};
 use broker::Broker;
 use cache::Cache;
 use db::{Db, Input};
-use ids::{ActorId, ActorKind, IntentId, RequestId, TaskId};
+use ids::{ActorId, ActorKind, IntentId, KeyOf, RequestId, TaskId};
 use step::Verb;
 use store::Store;
 
@@ -305,7 +305,8 @@ pub struct World {
     /// `None` once its key's record outlived its TTL: no request can be
     /// judged against it any more.
     pub intents: Vec<Option<Box<Intent>>>,
-    intent_index: BTreeMap<(Text, crate::hash::Sha), IntentId>,
+    /// Filed by `KeyOf` (fingerprint, then text): only looked up.
+    intent_index: BTreeMap<(KeyOf, crate::hash::Sha), IntentId>,
     pub trace: Trace,
     pub checker: Checker,
     pub counters: Counters,
@@ -785,7 +786,7 @@ impl World {
         let id = IntentId(self.intents.len() as u32 + 1);
         // One search of the index: a known intent is answered from it, a
         // new (or fresh) one takes its slot.
-        match self.intent_index.entry((key.clone(), fingerprint)) {
+        match self.intent_index.entry((KeyOf::new(key), fingerprint)) {
             Entry::Occupied(known) if !fresh => return *known.get(),
             Entry::Occupied(mut known) => {
                 known.insert(id);
@@ -813,7 +814,7 @@ impl World {
     /// A retry after a record's retention ended is a new intent: the key
     /// and input no longer join it to the old one.
     pub fn forget_intent_key(&mut self, key: &Text, fingerprint: crate::hash::Sha) {
-        if let Some(id) = self.intent_index.remove(&(key.clone(), fingerprint)) {
+        if let Some(id) = self.intent_index.remove(&(KeyOf::new(key), fingerprint)) {
             self.intents[id.slot()] = None;
         }
     }

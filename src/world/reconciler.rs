@@ -289,8 +289,7 @@ impl World {
         }
         let Some((answer, committed_ms, fingerprint)) = self
             .db
-            .idempotency
-            .get(&key)
+            .record(&key)
             .map(|record| (record.answer, record.committed_ms, record.fingerprint))
         else {
             self.rec.outcome = "gone";
@@ -306,7 +305,7 @@ impl World {
         let task_done = task.is_some_and(|task| self.task_finished(task));
         let finished = early || task.is_none() || task_done;
         if finished {
-            self.db.idempotency.remove(&key);
+            self.db.remove_record(&key);
             // Past its TTL, the same key and input are a new intent.
             if self.now >= committed_ms + self.config.idempotency_ttl_ms {
                 self.forget_intent_key(&key, fingerprint);
