@@ -1019,7 +1019,7 @@ impl World {
             let after = self
                 .db
                 .inbox
-                .get(&message)
+                .get(message)
                 .map(|row| (row.payload_sha256, row.state, row.result));
             if before.is_some() && before != after {
                 return Err(Fired {
@@ -1075,7 +1075,7 @@ impl World {
     /// Keeps the checker's copy of an inbox row; a conflicting delivery
     /// must leave the first hash's row as it was.
     fn mirror_inbox(&mut self, message: OutboxId) {
-        if let Some(row) = self.db.inbox.get(&message) {
+        if let Some(row) = self.db.inbox.get(message) {
             self.checker
                 .inbox
                 .insert(message, (row.payload_sha256, row.state, row.result));
@@ -1101,7 +1101,7 @@ impl World {
     }
 
     fn check_entry(&mut self, entry: crate::world::ids::EntryId) -> Result<(), Fired> {
-        let Some(live) = self.broker.entries.get(&entry) else {
+        let Some(live) = self.broker.entries.get(entry) else {
             return Ok(());
         };
         let row = self.db.find_outbox(live.message);

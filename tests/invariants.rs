@@ -559,7 +559,7 @@ fn inbox_row(world: &World) -> InboxRow {
         .expect("the worker registered a delivery")
         .clone();
     assert!(row.state.is_final());
-    *row
+    row
 }
 
 fn act(world: &mut World, touch: DeliveryTouch) -> Option<&'static str> {
@@ -670,7 +670,7 @@ fn mid_delivery() -> (World, EntryId) {
     };
     let world = stepped_until(&happy_path_with(""), |world| in_flight(world).is_some());
     let entry = in_flight(&world).expect("in flight");
-    assert_eq!(world.broker.entries[&entry].deliveries, 1);
+    assert_eq!(world.broker.entries.get(entry).unwrap().deliveries, 1);
     (world, entry)
 }
 
@@ -680,7 +680,7 @@ fn fires_bounded_deliveries() {
     let limit = world.config.delivery_attempts_max as u32;
     let delivered = |world: &World| Touched {
         entries: vec![entry],
-        delivered: vec![(entry, world.broker.entries[&entry].deliveries)],
+        delivered: vec![(entry, world.broker.entries.get(entry).unwrap().deliveries)],
         ..Touched::default()
     };
     let touched = delivered(&world);
@@ -689,7 +689,7 @@ fn fires_bounded_deliveries() {
     world
         .broker
         .entries
-        .get_mut(&entry)
+        .get_mut(entry)
         .expect("entry")
         .deliveries = limit;
     let touched = delivered(&world);
@@ -698,7 +698,7 @@ fn fires_bounded_deliveries() {
     world
         .broker
         .entries
-        .get_mut(&entry)
+        .get_mut(entry)
         .expect("entry")
         .deliveries = limit + 1;
     let touched = delivered(&world);

@@ -10,6 +10,7 @@ use crate::hash::Sha;
 
 use super::db::{Payload, Topic};
 use super::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
+use super::table::IdTable;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryState {
@@ -72,8 +73,8 @@ pub fn is_transient(code: &str) -> bool {
 
 #[derive(Debug, Default)]
 pub struct Broker {
-    /// Boxed values: B-tree nodes move pointers, not whole entries.
-    pub entries: BTreeMap<EntryId, Box<Entry>>,
+    /// Live entries, by id (born in id order, mostly gone in it).
+    pub entries: IdTable<EntryId, Entry>,
     /// Ready entries per topic, by (visible time, entry id).
     ready: [BTreeSet<(u64, EntryId)>; 2],
     /// In-flight entries by visibility deadline.
@@ -114,7 +115,7 @@ impl Broker {
         *self.per_task.entry(task).or_insert(0) += 1;
         self.entries.insert(
             id,
-            Box::new(Entry {
+            Entry {
                 id,
                 topic,
                 message,
@@ -124,7 +125,7 @@ impl Broker {
                 deliveries: 0,
                 state: EntryState::Ready { visible_ms },
                 last_error: None,
-            }),
+            },
         );
         self.ready[topic_slot(topic)].insert((visible_ms, id));
         id
@@ -137,7 +138,7 @@ impl Broker {
                 break;
             }
             self.in_flight.pop_first();
-            let entry = self.entries.get_mut(&id).expect("in-flight entry exists");
+            let entry = self.entries.get_mut(id).expect("in-flight entry exists");
             entry.state = EntryState::Ready {
                 visible_ms: deadline,
             };
@@ -167,7 +168,7 @@ impl Broker {
     /// Hands an entry out: counts the delivery and hides it until
     /// `deadline_ms`.
     pub fn take(&mut self, id: EntryId, consumer: ActorId, deadline_ms: u64) -> &Entry {
-        let entry = self.entries.get_mut(&id).expect("entry exists");
+        let entry = self.entries.get_mut(id).expect("entry exists");
         if let EntryState::Ready { visible_ms } = entry.state {
             self.ready[topic_slot(entry.topic)].remove(&(visible_ms, id));
         }
@@ -183,7 +184,7 @@ impl Broker {
     /// Removes an entry for good (ack). An unknown id is an ack of an entry
     /// already gone: a no-op.
     pub fn ack(&mut self, id: EntryId) -> bool {
-        match self.entries.remove(&id) {
+        match self.entries.remove(id) {
             Some(entry) => {
                 self.unindex(id, entry.topic, entry.state);
                 self.forget_task_entry(entry.task);
@@ -195,11 +196,11 @@ impl Broker {
 
     /// Makes an in-flight entry visible again at `visible_ms` (nack).
     pub fn nack(&mut self, id: EntryId, visible_ms: u64, error: &'static str) -> bool {
-        let Some(entry) = self.entries.get(&id) else {
+        let Some(entry) = self.entries.get(id) else {
             return false;
         };
         self.unindex(id, entry.topic, entry.state);
-        let entry = self.entries.get_mut(&id).expect("entry exists");
+        let entry = self.entries.get_mut(id).expect("entry exists");
         entry.last_error = Some(error);
         entry.state = EntryState::Ready { visible_ms };
         self.ready[topic_slot(entry.topic)].insert((visible_ms, id));
@@ -227,7 +228,7 @@ impl Broker {
         handler_version: u64,
         now: u64,
     ) -> DeadLetterId {
-        let entry = self.entries.remove(&id).expect("entry exists");
+        let entry = self.entries.remove(id).expect("entry exists");
         self.unindex(id, entry.topic, entry.state);
         self.forget_task_entry(entry.task);
         self.push_dead_letter(&entry, error_code, handler_version, now)

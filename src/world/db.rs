@@ -11,6 +11,7 @@ use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
 use super::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
+use super::table::IdTable;
 
 /// The one idempotency scope of this pipeline.
 pub const SCOPE: &str = "document-transform";
@@ -486,7 +487,8 @@ pub struct Db {
     outbox: Vec<Option<Box<OutboxRow>>>,
     /// Unpublished rows by the time they may next be claimed.
     pub unpublished: BTreeSet<(u64, OutboxId)>,
-    pub inbox: BTreeMap<OutboxId, Box<InboxRow>>,
+    /// By message id; rows leave when their task is compacted.
+    pub inbox: IdTable<OutboxId, InboxRow>,
     pub quota_remaining: u64,
     pub quota_total: u64,
     pub manual_review: Vec<ReviewItem>,

@@ -54,7 +54,7 @@ impl World {
             }
             return false;
         };
-        let entry = &self.broker.entries[&id];
+        let entry = self.broker.entries.get(id).expect("a ready entry exists");
         let (deliveries, last_error, task, message) = (
             entry.deliveries,
             entry.last_error,

@@ -185,6 +185,12 @@ macro_rules! counter_id {
             }
         }
 
+        impl crate::world::table::Slot for $name {
+            fn slot(self) -> usize {
+                $name::slot(self)
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 let mut digits = [0u8; 20];

@@ -9,6 +9,7 @@ pub mod db;
 pub mod ids;
 pub mod step;
 pub mod store;
+pub mod table;
 
 mod api;
 mod client;

@@ -387,7 +387,7 @@ impl World {
         row.input = self.compacted_input.clone();
         let rows = std::mem::take(&mut row.outbox_rows);
         for id in rows {
-            self.db.inbox.remove(&id);
+            self.db.inbox.remove(id);
             self.db.drop_outbox_row(id);
             self.checker.forget_message(id);
         }

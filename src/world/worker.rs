@@ -354,7 +354,7 @@ impl World {
         let hash = job.delivery.payload_sha256;
         let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
         let dedupe = self.mutant != Some(Mutant::NoInboxDedupe);
-        match self.db.inbox.get(&message).map(|row| InboxRow::clone(row)) {
+        match self.db.inbox.get(message).cloned() {
             Some(row) if dedupe && row.payload_sha256 != hash => {
                 if self.mutant == Some(Mutant::NoInboxHashCheck) {
                     // Treated as a plain duplicate.
@@ -393,12 +393,12 @@ impl World {
                     self.touch_delivery(job, DeliveryAct::Drop);
                     return Step::Done;
                 }
-                self.db.inbox.get_mut(&message).expect("row exists").lease = lease;
+                self.db.inbox.get_mut(message).expect("row exists").lease = lease;
             }
             _ => {
                 self.db.inbox.insert(
                     message,
-                    Box::new(InboxRow {
+                    InboxRow {
                         message,
                         payload_sha256: hash,
                         state: InboxState::Processing,
@@ -406,7 +406,7 @@ impl World {
                         lease,
                         first_seen_ms: now,
                         completed_ms: None,
-                    }),
+                    },
                 );
             }
         }
@@ -514,7 +514,7 @@ impl World {
         let actor = self.rec.actor;
         let incarnation = self.workers[actor.index as usize].life.incarnation;
         let until = self.now + self.config.inbox_lease_ms;
-        if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
+        if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
             && !row.state.is_final()
         {
             row.lease = Some((actor, incarnation, until));
@@ -1085,7 +1085,7 @@ impl World {
 
     fn finalize_inbox(&mut self, job: &Job, state: InboxState) {
         let now = self.now;
-        if let Some(row) = self.db.inbox.get_mut(&job.delivery.message)
+        if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
             && row.payload_sha256 == job.delivery.payload_sha256
         {
             row.state = state;
@@ -1153,11 +1153,7 @@ impl World {
 
     /// Copies the poison message to the dead-letter queue.
     fn worker_dead_letter(&mut self, job: &mut Job, code: &'static str) -> Step {
-        let entry = self
-            .broker
-            .entries
-            .get(&job.delivery.entry)
-            .map(|e| (**e).clone());
+        let entry = self.broker.entries.get(job.delivery.entry).cloned();
         let entry = entry.unwrap_or_else(|| super::broker::Entry {
             id: job.delivery.entry,
             topic: job.delivery.topic,
@@ -1213,7 +1209,7 @@ impl World {
         self.touch_delivery(job, DeliveryAct::Quarantine);
         self.touched.entries.push(job.delivery.entry);
         let entry = job.delivery.entry;
-        if self.broker.entries.contains_key(&entry) {
+        if self.broker.entries.contains(entry) {
             self.broker.dead_letter(
                 entry,
                 "MESSAGE_ID_PAYLOAD_CONFLICT",

@@ -1,0 +1,143 @@
+//! `IdTable`: rows named by a counter id (`outbox-1`, `entry-2`, …), kept
+//! in a window of slots indexed by the id, for the hot tables whose rows are
+//! born in id order and mostly leave in it (broker entries, inbox rows).
+
+use std::collections::VecDeque;
+
+/// Counter ids that name a slot: 0-based, dense.
+pub trait Slot: Copy {
+    fn slot(self) -> usize;
+}
+
+/// A table of boxed rows by counter id. A lookup is an index into a
+/// window, not a walk down B-tree nodes; the window starts at the oldest
+/// live row, so its memory follows the rows in flight (one empty slot,
+/// eight bytes, per id born after the oldest live row), not every row ever
+/// written. Rows are boxed so an empty slot costs a pointer, not a row.
+/// Iteration is in id order, as a `BTreeMap`'s was.
+#[derive(Debug)]
+pub struct IdTable<K, V> {
+    slots: VecDeque<Option<Box<V>>>,
+    /// The slot number of `slots[0]`.
+    base: usize,
+    len: usize,
+    ids: std::marker::PhantomData<K>,
+}
+
+impl<K, V> Default for IdTable<K, V> {
+    fn default() -> IdTable<K, V> {
+        IdTable {
+            slots: VecDeque::new(),
+            base: 0,
+            len: 0,
+            ids: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<K: Slot, V> IdTable<K, V> {
+    fn index(&self, id: K) -> Option<usize> {
+        id.slot().checked_sub(self.base)
+    }
+
+    pub fn get(&self, id: K) -> Option<&V> {
+        let index = self.index(id)?;
+        self.slots.get(index)?.as_deref()
+    }
+
+    pub fn get_mut(&mut self, id: K) -> Option<&mut V> {
+        let index = self.index(id)?;
+        self.slots.get_mut(index)?.as_deref_mut()
+    }
+
+    pub fn contains(&self, id: K) -> bool {
+        self.get(id).is_some()
+    }
+
+    /// Writes the row of `id`, replacing the row there.
+    pub fn insert(&mut self, id: K, row: V) {
+        if self.len == 0 {
+            // Empty: the window restarts at this id.
+            self.slots.clear();
+            self.base = id.slot();
+        }
+        let slot = id.slot();
+        if slot < self.base {
+            // Older than the window (rare: a row written back under an old
+            // id): the window grows at the front.
+            for _ in slot..self.base {
+                self.slots.push_front(None);
+            }
+            self.base = slot;
+        }
+        let index = slot - self.base;
+        if index >= self.slots.len() {
+            self.slots.resize_with(index + 1, || None);
+        }
+        if self.slots[index].replace(Box::new(row)).is_none() {
+            self.len += 1;
+        }
+    }
+
+    pub fn remove(&mut self, id: K) -> Option<Box<V>> {
+        let index = self.index(id)?;
+        let row = self.slots.get_mut(index)?.take()?;
+        self.len -= 1;
+        // The window starts at the oldest live row.
+        while let Some(None) = self.slots.front() {
+            self.slots.pop_front();
+            self.base += 1;
+        }
+        Some(row)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The rows in id order.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.slots.iter().filter_map(|slot| slot.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::ids::EntryId;
+
+    #[test]
+    fn rows_are_found_by_id_and_the_window_follows_the_oldest_live_row() {
+        let mut table: IdTable<EntryId, &str> = IdTable::default();
+        for (id, row) in [(3, "c"), (1, "a"), (5, "e"), (4, "d")] {
+            table.insert(EntryId(id), row);
+        }
+        assert_eq!(table.len(), 4);
+        assert_eq!(table.get(EntryId(1)), Some(&"a"));
+        assert_eq!(table.get(EntryId(2)), None);
+        assert_eq!(table.get(EntryId(9)), None);
+        assert_eq!(
+            table.values().copied().collect::<Vec<_>>(),
+            ["a", "c", "d", "e"]
+        );
+        assert_eq!(table.remove(EntryId(1)).as_deref(), Some(&"a"));
+        assert_eq!(table.remove(EntryId(1)), None);
+        assert_eq!((table.base, table.slots.len()), (2, 3));
+        assert_eq!(table.remove(EntryId(3)).as_deref(), Some(&"c"));
+        assert_eq!((table.base, table.slots.len()), (3, 2));
+        *table.get_mut(EntryId(5)).unwrap() = "E";
+        table.insert(EntryId(4), "D");
+        assert_eq!(table.len(), 2);
+        assert_eq!(table.values().copied().collect::<Vec<_>>(), ["D", "E"]);
+        assert_eq!(table.remove(EntryId(4)).as_deref(), Some(&"D"));
+        assert_eq!(table.remove(EntryId(5)).as_deref(), Some(&"E"));
+        assert!(table.is_empty());
+        table.insert(EntryId(7), "g");
+        assert_eq!((table.base, table.slots.len()), (6, 1));
+        assert!(table.contains(EntryId(7)));
+    }
+}
