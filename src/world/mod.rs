@@ -7,6 +7,7 @@ pub mod broker;
 pub mod cache;
 pub mod db;
 pub mod ids;
+pub mod schedule;
 pub mod step;
 pub mod store;
 pub mod table;
@@ -30,8 +31,8 @@ pub use projector::{Model, Projector, ProjectorPhase, SnapshotReport};
 pub use reconciler::{Reconciler, ReconcilerPhase};
 pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
 
+use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -48,6 +49,7 @@ use broker::Broker;
 use cache::Cache;
 use db::{Db, Input};
 use ids::{ActorId, ActorKind, IntentId, KeyOf, RequestId, TaskId};
+use schedule::Schedule;
 use step::Verb;
 use store::Store;
 
@@ -76,49 +78,6 @@ pub enum Wake {
     /// while the world has other work, but on its own never keeps a run
     /// going: a world with only housekeeping left is quiet.
     Housekeeping,
-}
-
-/// A wake in the scheduler's queue, ordered by due time, then insertion
-/// sequence. Both live in one number, `(at << 64) | sequence`, so a heap
-/// comparison is one wide compare; sequences are unique, so the wake itself
-/// never decides the order. Reversed: the `BinaryHeap` pops the earliest.
-#[derive(Clone, Copy, Debug)]
-struct Queued {
-    order: u128,
-    wake: Wake,
-}
-
-impl Queued {
-    fn new(at: u64, sequence: u64, wake: Wake) -> Queued {
-        Queued {
-            order: (u128::from(at) << 64) | u128::from(sequence),
-            wake,
-        }
-    }
-
-    fn at(&self) -> u64 {
-        (self.order >> 64) as u64
-    }
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, other: &Queued) -> bool {
-        self.order == other.order
-    }
-}
-
-impl Eq for Queued {}
-
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Queued) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Queued {
-    fn cmp(&self, other: &Queued) -> std::cmp::Ordering {
-        other.order.cmp(&self.order)
-    }
 }
 
 /// Volatile bookkeeping every crashable actor has.
@@ -264,12 +223,7 @@ pub struct World {
     /// Virtual time of the last step (wakes that find nothing to do move
     /// `now` but are not steps).
     pub last_step_ms: u64,
-    queue: BinaryHeap<Queued>,
-    /// Client timeouts, queued apart: they are most of the pending wakes
-    /// (one per send, far ahead) but few of the fired ones, so keeping them
-    /// out of `queue` keeps its pops shallow. `step` takes the earlier of
-    /// the two heads, so the order is exactly that of one queue.
-    timeouts: BinaryHeap<Queued>,
+    queue: Schedule,
     sequence: u64,
     /// Queued wakes that are not housekeeping.
     working: u64,
@@ -373,8 +327,7 @@ impl World {
             now: 0,
             steps: 0,
             last_step_ms: 0,
-            queue: BinaryHeap::new(),
-            timeouts: BinaryHeap::new(),
+            queue: Schedule::default(),
             sequence: 0,
             working: 0,
             housekeeping_at: QueuedAt::default(),
@@ -454,11 +407,7 @@ impl World {
         if wake != Wake::Housekeeping {
             self.working += 1;
         }
-        let queued = Queued::new(at, self.sequence, wake);
-        match wake {
-            Wake::ClientTimeout { .. } => self.timeouts.push(queued),
-            _ => self.queue.push(queued),
-        }
+        self.queue.push(at, self.sequence, wake);
     }
 
     /// Schedules housekeeping at `at` unless some is queued sooner.
@@ -550,10 +499,9 @@ impl World {
     /// without counting as steps.
     pub fn step(&mut self) -> Stepped {
         while self.working > 0 {
-            let Some(queued) = self.pop() else {
+            let Some((at, wake)) = self.queue.pop() else {
                 break;
             };
-            let (at, wake) = (queued.at(), queued.wake);
             assert!(at >= self.now, "time never runs backwards");
             self.now = at;
             if wake != Wake::Housekeeping {
@@ -564,16 +512,6 @@ impl World {
             }
         }
         Stepped::Quiet
-    }
-
-    /// The earliest queued wake of either queue (`Queued`'s order is
-    /// reversed: the greater is the earlier).
-    fn pop(&mut self) -> Option<Queued> {
-        match (self.queue.peek(), self.timeouts.peek()) {
-            (Some(wake), Some(timeout)) if timeout > wake => self.timeouts.pop(),
-            (None, Some(_)) => self.timeouts.pop(),
-            _ => self.queue.pop(),
-        }
     }
 
     /// Runs one wake; true when it was a step.
