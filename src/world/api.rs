@@ -16,7 +16,7 @@ use super::db::{
     Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
 };
 use super::events::{Command, CommandOutcome};
-use super::ids::{ActorId, ActorKind, DeadLetterId, IntentId, RequestId, SignalId, TaskId};
+use super::ids::{ActorId, ActorKind, CallId, DeadLetterId, IntentId, RequestId, SignalId, TaskId};
 use super::step::Verb;
 use super::{Wake, World};
 
@@ -84,8 +84,8 @@ pub fn valid_input(input: &Input) -> bool {
 }
 
 impl World {
-    pub(super) fn api_step(&mut self, call_id: u64) -> bool {
-        let Some(call) = self.calls.get(&call_id).map(|call| (**call).clone()) else {
+    pub(super) fn api_step(&mut self, call_id: CallId) -> bool {
+        let Some(call) = self.calls.get(call_id).cloned() else {
             return false;
         };
         let life = self.apis[call.api as usize];
@@ -219,7 +219,7 @@ impl World {
         let api_up = self.apis[call.api as usize].incarnation == call.incarnation;
         match next {
             Some(phase) if api_up => {
-                self.calls.get_mut(&call_id).expect("call exists").phase = phase;
+                self.calls.get_mut(call_id).expect("call exists").phase = phase;
                 let at = self.now + self.latency();
                 self.schedule(at, Wake::Call(call_id));
             }
@@ -230,8 +230,8 @@ impl World {
         true
     }
 
-    fn remove_call(&mut self, call_id: u64) {
-        if let Some(call) = self.calls.remove(&call_id)
+    fn remove_call(&mut self, call_id: CallId) {
+        if let Some(call) = self.calls.remove(call_id)
             && call.op.targets_task()
         {
             self.calls_by_task -= 1;

@@ -12,7 +12,7 @@ use crate::task::Text;
 
 use super::api::{ApiPhase, Call, Response};
 use super::db::Input;
-use super::ids::{ActorId, ActorKind, IntentId, RequestId};
+use super::ids::{ActorId, ActorKind, CallId, IntentId, RequestId};
 use super::step::Verb;
 use super::{Wake, World};
 
@@ -120,14 +120,14 @@ impl World {
             .map_or(id.0 as u16 % apis, |api| api.min(apis - 1));
         self.outgoing.insert(
             id,
-            Box::new(Outgoing {
+            Outgoing {
                 client,
                 op,
                 intent,
                 sends: 0,
                 next_api: first_api,
                 incarnation: life.incarnation,
-            }),
+            },
         );
         self.begin(ActorId::new(ActorKind::Client, client), Verb::Send);
         self.send(id);
@@ -138,7 +138,7 @@ impl World {
     /// Hands one send of a request to an API and starts waiting.
     fn send(&mut self, id: RequestId) {
         let apis = self.apis.len() as u16;
-        let outgoing = self.outgoing.get_mut(&id).expect("a pending request");
+        let outgoing = self.outgoing.get_mut(id).expect("a pending request");
         outgoing.sends += 1;
         let api = outgoing.next_api % apis;
         outgoing.next_api = (api + 1) % apis;
@@ -157,14 +157,14 @@ impl World {
         let incarnation = self.apis[api as usize].incarnation;
         self.calls.insert(
             call_id,
-            Box::new(Call {
+            Call {
                 request: id,
                 op,
                 intent,
                 api,
                 incarnation,
                 phase: ApiPhase::Arrive,
-            }),
+            },
         );
         let arrive = self.now + self.latency();
         self.schedule(arrive, Wake::Call(call_id));
@@ -174,29 +174,28 @@ impl World {
 
     pub(super) fn client_timeout(&mut self, id: RequestId, send: u32) -> bool {
         // Answered, given up, or gone with its client's incarnation.
-        let Some(outgoing) = self.outgoing.get(&id) else {
+        let Some(outgoing) = self.outgoing.get(id) else {
             return false;
         };
         let client = outgoing.client;
         let life = self.clients[client as usize];
         if outgoing.sends != send || !life.up || life.incarnation != outgoing.incarnation {
             if life.incarnation != outgoing.incarnation {
-                self.outgoing.remove(&id);
+                self.outgoing.remove(id);
             }
             return false;
         }
         let actor = ActorId::new(ActorKind::Client, client);
         if outgoing.sends >= self.config.client_attempts_max as u32 {
             self.begin(actor, Verb::GiveUp);
-            self.outgoing.remove(&id);
+            self.outgoing.remove(id);
             self.rec.outcome = "gave-up";
             self.finish();
             return true;
         }
         self.begin(actor, Verb::Retry);
         if self.mutant == Some(Mutant::ClientNewKeyOnRetry)
-            && let Some(ClientOp::Create { key, .. }) =
-                self.outgoing.get_mut(&id).map(|o| &mut o.op)
+            && let Some(ClientOp::Create { key, .. }) = self.outgoing.get_mut(id).map(|o| &mut o.op)
         {
             *key = format!("{key}-r{send}").into();
         }
@@ -208,7 +207,7 @@ impl World {
     /// A response reaches its client (inside the API's respond step): the
     /// request is done. A reader keeps the higher version it has seen.
     pub(super) fn deliver_response(&mut self, id: RequestId, response: Response) {
-        let Some(outgoing) = self.outgoing.get(&id) else {
+        let Some(outgoing) = self.outgoing.get(id) else {
             return;
         };
         let life = self.clients[outgoing.client as usize];
@@ -225,11 +224,11 @@ impl World {
             }
             *seen = (*seen).max(*version);
         }
-        self.outgoing.remove(&id);
+        self.outgoing.remove(id);
     }
 
-    fn next_call_id(&mut self) -> u64 {
+    fn next_call_id(&mut self) -> CallId {
         self.next_call += 1;
-        self.next_call
+        CallId(self.next_call)
     }
 }

@@ -488,7 +488,9 @@ pub struct Db {
     /// Unpublished rows by the time they may next be claimed.
     pub unpublished: BTreeSet<(u64, OutboxId)>,
     /// By message id; rows leave when their task is compacted.
-    pub inbox: IdTable<OutboxId, InboxRow>,
+    /// Boxed: a row lives until its task is compacted, and one long-lived
+    /// row keeps the window wide.
+    pub inbox: IdTable<OutboxId, Box<InboxRow>>,
     pub quota_remaining: u64,
     pub quota_total: u64,
     pub manual_review: Vec<ReviewItem>,

@@ -208,6 +208,7 @@ counter_id!(IntentId, "intent");
 counter_id!(RequestId, "request");
 counter_id!(DeadLetterId, "dead-letter");
 counter_id!(SignalId, "sig");
+counter_id!(CallId, "call");
 
 /// An idempotency key as the maps that look keys up file it: a 64-bit
 /// fingerprint of its bytes first, then the key itself. Keys share long prefixes

@@ -48,10 +48,11 @@ use crate::trace::{Record, Trace};
 use broker::Broker;
 use cache::Cache;
 use db::{Db, Input};
-use ids::{ActorId, ActorKind, IntentId, KeyOf, RequestId, TaskId};
+use ids::{ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
 use schedule::Schedule;
 use step::Verb;
 use store::Store;
+use table::IdTable;
 
 /// A pending entry of the scheduler's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -61,7 +62,7 @@ pub enum Wake {
     /// a reproducer's requests interleave exactly like the fuzz run's).
     Issue(u32),
     /// The API call with this id takes its next step.
-    Call(u64),
+    Call(CallId),
     /// A client's wait for the answer to one send ran out.
     ClientTimeout { request: RequestId, send: u32 },
     /// A busy actor's next step (exactly one outstanding per busy actor).
@@ -240,16 +241,16 @@ pub struct World {
     /// Every request issued so far, scripted or generated (reproducers).
     pub requests: Vec<Request>,
     /// Requests clients are still waiting on.
-    pub outgoing: BTreeMap<RequestId, Box<Outgoing>>,
+    pub outgoing: IdTable<RequestId, Outgoing>,
     next_request: u32,
     /// The highest version of each task each client has read: a reader
     /// keeps the newer view (lesson 000 §13.6).
     pub highest_seen: BTreeMap<(u16, TaskId), i64>,
-    pub calls: BTreeMap<u64, Box<Call>>,
+    pub calls: IdTable<CallId, Call>,
     /// Calls in flight that name a task by id (not by key): rare, and the
     /// only calls compaction must wait for.
     pub calls_by_task: u32,
-    next_call: u64,
+    next_call: u32,
     pub clients: Vec<Life>,
     pub apis: Vec<Life>,
     pub publishers: Vec<publisher::Publisher>,
@@ -340,10 +341,10 @@ impl World {
             handler_version: config.handler_version,
             script: Vec::new(),
             requests: Vec::new(),
-            outgoing: BTreeMap::new(),
+            outgoing: IdTable::default(),
             next_request: 0,
             highest_seen: BTreeMap::new(),
-            calls: BTreeMap::new(),
+            calls: IdTable::default(),
             calls_by_task: 0,
             next_call: 0,
             clients: vec![Life::new(); config.clients as usize],
@@ -671,7 +672,7 @@ impl World {
             // A client's pending requests die with its incarnation.
             ActorKind::Client => {}
             ActorKind::Api => {
-                self.calls.retain(|_, call| call.api != index as u16);
+                self.calls.retain(|call| call.api != index as u16);
                 self.calls_by_task = self
                     .calls
                     .values()

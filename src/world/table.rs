@@ -1,6 +1,6 @@
-//! `IdTable`: rows named by a counter id (`outbox-1`, `entry-2`, …), kept
-//! in a window of slots indexed by the id, for the hot tables whose rows are
-//! born in id order and mostly leave in it (broker entries, inbox rows).
+//! `IdTable`: rows named by a counter id (`entry-2`, a call, a request),
+//! kept in a window of slots indexed by the id, for the hot tables whose
+//! rows are born in id order and mostly leave in it.
 
 use std::collections::VecDeque;
 
@@ -9,15 +9,16 @@ pub trait Slot: Copy {
     fn slot(self) -> usize;
 }
 
-/// A table of boxed rows by counter id. A lookup is an index into a
-/// window, not a walk down B-tree nodes; the window starts at the oldest
-/// live row, so its memory follows the rows in flight (one empty slot,
-/// eight bytes, per id born after the oldest live row), not every row ever
-/// written. Rows are boxed so an empty slot costs a pointer, not a row.
-/// Iteration is in id order, as a `BTreeMap`'s was.
+/// A table of rows by counter id. A lookup is an index into a window, not
+/// a walk down B-tree nodes, and a short-lived row costs no allocation of
+/// its own. The window starts at the oldest live row, so its memory follows
+/// the rows in flight (one empty slot per id born after the oldest live
+/// row), not every row ever written. A table whose rows may live long
+/// (one old row keeps the window wide) holds them boxed, so an empty slot
+/// costs a pointer. Iteration is in id order, as a `BTreeMap`'s was.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
-    slots: VecDeque<Option<Box<V>>>,
+    slots: VecDeque<Option<V>>,
     /// The slot number of `slots[0]`.
     base: usize,
     len: usize,
@@ -42,12 +43,12 @@ impl<K: Slot, V> IdTable<K, V> {
 
     pub fn get(&self, id: K) -> Option<&V> {
         let index = self.index(id)?;
-        self.slots.get(index)?.as_deref()
+        self.slots.get(index)?.as_ref()
     }
 
     pub fn get_mut(&mut self, id: K) -> Option<&mut V> {
         let index = self.index(id)?;
-        self.slots.get_mut(index)?.as_deref_mut()
+        self.slots.get_mut(index)?.as_mut()
     }
 
     pub fn contains(&self, id: K) -> bool {
@@ -74,21 +75,36 @@ impl<K: Slot, V> IdTable<K, V> {
         if index >= self.slots.len() {
             self.slots.resize_with(index + 1, || None);
         }
-        if self.slots[index].replace(Box::new(row)).is_none() {
+        if self.slots[index].replace(row).is_none() {
             self.len += 1;
         }
     }
 
-    pub fn remove(&mut self, id: K) -> Option<Box<V>> {
+    pub fn remove(&mut self, id: K) -> Option<V> {
         let index = self.index(id)?;
         let row = self.slots.get_mut(index)?.take()?;
         self.len -= 1;
-        // The window starts at the oldest live row.
+        self.trim();
+        Some(row)
+    }
+
+    /// Keeps the rows `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
+        for slot in &mut self.slots {
+            if slot.as_ref().is_some_and(|row| !keep(row)) {
+                *slot = None;
+                self.len -= 1;
+            }
+        }
+        self.trim();
+    }
+
+    /// The window starts at the oldest live row.
+    fn trim(&mut self) {
         while let Some(None) = self.slots.front() {
             self.slots.pop_front();
             self.base += 1;
         }
-        Some(row)
     }
 
     pub fn len(&self) -> usize {
@@ -101,7 +117,7 @@ impl<K: Slot, V> IdTable<K, V> {
 
     /// The rows in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.slots.iter().filter_map(|slot| slot.as_deref())
+        self.slots.iter().filter_map(|slot| slot.as_ref())
     }
 }
 
@@ -124,17 +140,20 @@ mod tests {
             table.values().copied().collect::<Vec<_>>(),
             ["a", "c", "d", "e"]
         );
-        assert_eq!(table.remove(EntryId(1)).as_deref(), Some(&"a"));
+        assert_eq!(table.remove(EntryId(1)), Some("a"));
         assert_eq!(table.remove(EntryId(1)), None);
         assert_eq!((table.base, table.slots.len()), (2, 3));
-        assert_eq!(table.remove(EntryId(3)).as_deref(), Some(&"c"));
+        assert_eq!(table.remove(EntryId(3)), Some("c"));
         assert_eq!((table.base, table.slots.len()), (3, 2));
         *table.get_mut(EntryId(5)).unwrap() = "E";
         table.insert(EntryId(4), "D");
         assert_eq!(table.len(), 2);
         assert_eq!(table.values().copied().collect::<Vec<_>>(), ["D", "E"]);
-        assert_eq!(table.remove(EntryId(4)).as_deref(), Some(&"D"));
-        assert_eq!(table.remove(EntryId(5)).as_deref(), Some(&"E"));
+        assert_eq!(table.remove(EntryId(4)), Some("D"));
+        table.insert(EntryId(6), "f");
+        table.retain(|row| *row != "E");
+        assert_eq!((table.base, table.len()), (5, 1));
+        assert_eq!(table.remove(EntryId(6)), Some("f"));
         assert!(table.is_empty());
         table.insert(EntryId(7), "g");
         assert_eq!((table.base, table.slots.len()), (6, 1));
