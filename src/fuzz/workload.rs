@@ -14,7 +14,7 @@ use crate::task::Text;
 use crate::world::World;
 use crate::world::broker::DeadLetter;
 use crate::world::db::{Input, Payload};
-use crate::world::ids::{DeadLetterId, push_decimal};
+use crate::world::ids::{DeadLetterId, TextBuf, TextOut, push_decimal};
 
 /// The workload's shape for one seed (drawn by the swarm).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,16 +101,16 @@ fn input_document(doc: u64, title: Option<u64>) -> Arc<Input> {
 }
 
 fn intent_key(intent: u64) -> Text {
-    let mut key = String::with_capacity(16);
-    key.push_str("intent-");
+    let mut key = TextBuf::new();
+    key.put("intent-");
     // Six digits at least, zero-padded, as `{:06}` would.
     for power in [100_000, 10_000, 1_000, 100, 10] {
         if intent < power {
-            key.push('0');
+            key.put("0");
         }
     }
     push_decimal(&mut key, intent);
-    key.into()
+    key.text()
 }
 
 impl Generator {

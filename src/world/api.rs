@@ -16,7 +16,9 @@ use super::db::{
     Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
 };
 use super::events::{Command, CommandOutcome};
-use super::ids::{ActorId, ActorKind, CallId, DeadLetterId, IntentId, RequestId, SignalId, TaskId};
+use super::ids::{
+    ActorId, ActorKind, CallId, DeadLetterId, IntentId, RequestId, SignalId, TaskId, TextBuf,
+};
 use super::step::Verb;
 use super::{Wake, World};
 
@@ -409,9 +411,9 @@ impl World {
         write_outbox: bool,
     ) -> TaskId {
         let id = self.db.next_task_id();
-        let mut task_id = String::with_capacity(16);
+        let mut task_id = TextBuf::new();
         id.push_to(&mut task_id);
-        let task_id: Text = task_id.into();
+        let task_id = task_id.text();
         self.db.tasks.push(TaskRow {
             id,
             state: initial_state(task_id),

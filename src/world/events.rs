@@ -12,12 +12,12 @@ use crate::mutants::Mutant;
 use crate::task::json::{event_payload_sha256, state_sha256};
 use crate::task::replay::fold;
 use crate::task::{
-    EventBody, EventType, RejectReason, Status, TaskEvent, TaskState, Text, Transition, transition,
+    EventBody, EventType, RejectReason, Status, TaskEvent, TaskState, Transition, transition,
 };
 
 use super::World;
 use super::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
-use super::ids::{ActorId, OutboxId, SignalId, TaskId, push_decimal};
+use super::ids::{ActorId, OutboxId, SignalId, TaskId, TextBuf, TextOut, push_decimal};
 
 /// What an actor asks the event store to do. Commands are intents; the
 /// event store turns an accepted one into an event.
@@ -228,20 +228,20 @@ impl World {
         let kind = command.event_type();
         // `<task>:<type>:<attempt>[:<signal>]`, built without `format!`
         // (one per event, on the hot path).
-        let mut event_id = String::with_capacity(48);
+        let mut event_id = TextBuf::new();
         task.push_to(&mut event_id);
-        event_id.push(':');
-        event_id.push_str(kind.as_str());
-        event_id.push(':');
+        event_id.put(":");
+        event_id.put(kind.as_str());
+        event_id.put(":");
         if attempt < 0 {
-            event_id.push('-');
+            event_id.put("-");
         }
         push_decimal(&mut event_id, attempt.unsigned_abs());
         if let Some(signal) = &signal {
-            event_id.push(':');
-            event_id.push_str(signal);
+            event_id.put(":");
+            event_id.put(signal);
         }
-        let event_id: Text = event_id.into();
+        let event_id = event_id.text();
         let body = match command {
             Command::StartTask {
                 attempt,

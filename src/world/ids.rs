@@ -134,11 +134,75 @@ impl fmt::Display for ActorId {
     }
 }
 
+/// Where rendered ids go: a `String`, or a `TextBuf`.
+pub trait TextOut {
+    fn put(&mut self, text: &str);
+}
+
+impl TextOut for String {
+    fn put(&mut self, text: &str) {
+        self.push_str(text);
+    }
+}
+
+/// Text built on the stack, then made shared text with one allocation
+/// (building a `String` and converting it allocates twice). Text longer
+/// than the buffer spills into a `String`.
+pub struct TextBuf {
+    bytes: [u8; 64],
+    len: usize,
+    spill: Option<String>,
+}
+
+impl TextBuf {
+    pub fn new() -> TextBuf {
+        TextBuf {
+            bytes: [0; 64],
+            len: 0,
+            spill: None,
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.spill {
+            Some(spill) => spill,
+            // Only whole `str`s are ever copied in.
+            None => std::str::from_utf8(&self.bytes[..self.len]).expect("whole strs"),
+        }
+    }
+
+    pub fn text(&self) -> Text {
+        Text::from(self.as_str())
+    }
+}
+
+impl Default for TextBuf {
+    fn default() -> TextBuf {
+        TextBuf::new()
+    }
+}
+
+impl TextOut for TextBuf {
+    fn put(&mut self, text: &str) {
+        if self.spill.is_none() && self.len + text.len() <= self.bytes.len() {
+            self.bytes[self.len..self.len + text.len()].copy_from_slice(text.as_bytes());
+            self.len += text.len();
+            return;
+        }
+        let mut spill = self
+            .spill
+            .take()
+            .unwrap_or_else(|| self.as_str().to_string());
+        spill.push_str(text);
+        self.spill = Some(spill);
+    }
+}
+
 /// Appends `number` in decimal. Ids are rendered on hot paths (event ids,
 /// task ids), where `format!`'s machinery costs several times the digits.
-pub fn push_decimal(out: &mut String, number: u64) {
+pub fn push_decimal(out: &mut impl TextOut, number: u64) {
     let mut digits = [0u8; 20];
-    out.push_str(decimal(&mut digits, number));
+    out.put(decimal(&mut digits, number));
 }
 
 /// `number`'s decimal digits, written into the end of `digits`.
@@ -179,8 +243,8 @@ macro_rules! counter_id {
             }
 
             /// Appends the id's text (`task-12`) without `format!`.
-            pub fn push_to(self, out: &mut String) {
-                out.push_str(concat!($prefix, "-"));
+            pub fn push_to(self, out: &mut impl TextOut) {
+                out.put(concat!($prefix, "-"));
                 push_decimal(out, u64::from(self.0));
             }
         }
@@ -289,6 +353,17 @@ mod tests {
         DeadLetterId(10).push_to(&mut text);
         push_decimal(&mut text, 0);
         assert_eq!(text, "x dead-letter-100");
+        let mut short = TextBuf::new();
+        TaskId(7).push_to(&mut short);
+        assert_eq!(&*short.text(), "task-7");
+        let mut long = TextBuf::new();
+        for piece in ["a".repeat(40), "b".repeat(30), "c".repeat(5)] {
+            long.put(&piece);
+        }
+        assert_eq!(
+            &*long.text(),
+            format!("{}{}ccccc", "a".repeat(40), "b".repeat(30))
+        );
         assert_eq!(TaskId::parse("task-0"), None);
         assert_eq!(OutboxId::parse("task-1"), None);
     }
