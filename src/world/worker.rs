@@ -5,7 +5,7 @@
 //! `worker_step` is one atomic step; the phase says how far the worker got.
 
 use crate::faults::{FaultKind, Site};
-use crate::hash::{Sha, sha256};
+use crate::hash::Sha;
 use crate::mutants::Mutant;
 use crate::task::Status;
 
@@ -16,7 +16,7 @@ use super::db::{
 };
 use super::events::{Command, CommandOutcome};
 use super::fence::{Fence, FenceProgress, FencePurpose};
-use super::ids::{ActorId, ActorKind, TaskId};
+use super::ids::{ActorId, ActorKind, TaskId, TextBuf};
 use super::step::Verb;
 use super::store::{Metadata, Observed, Version};
 use super::{Life, World};
@@ -129,15 +129,25 @@ impl Default for Worker {
 
 /// What the transform writes for a task: canonical JSON of the normalized
 /// input, the schema version and the task id (keys sorted), plus a newline.
-/// Built from the input's canonical JSON, so nothing is re-serialized.
+/// Built from the input's canonical JSON, so nothing is re-serialized, and
+/// hashed piece by piece, so the bytes are never gathered.
 pub fn artifact_for(task: TaskId, canonical_input: &str) -> (Sha, u64) {
-    let mut bytes = String::with_capacity(canonical_input.len() + 64);
-    bytes.push_str("{\"normalized\":");
-    bytes.push_str(canonical_input);
-    bytes.push_str(",\"schemaVersion\":1,\"taskId\":\"");
-    task.push_to(&mut bytes);
-    bytes.push_str("\"}\n");
-    (sha256(bytes.as_bytes()), bytes.len() as u64)
+    use sha2::{Digest, Sha256};
+    let mut id = TextBuf::new();
+    task.push_to(&mut id);
+    let pieces = [
+        "{\"normalized\":",
+        canonical_input,
+        ",\"schemaVersion\":1,\"taskId\":\"",
+        id.as_str(),
+        "\"}\n",
+    ];
+    let mut hasher = Sha256::new();
+    for piece in pieces {
+        hasher.update(piece.as_bytes());
+    }
+    let size = pieces.iter().map(|piece| piece.len() as u64).sum();
+    (hasher.finalize().into(), size)
 }
 
 impl World {
