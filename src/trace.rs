@@ -236,7 +236,8 @@ impl Trace {
         }
     }
 
-    pub fn push(&mut self, record: Record) -> std::io::Result<()> {
+    /// Appends `record` (borrowed: the ring keeps the one copy made).
+    pub fn push(&mut self, record: &Record) -> std::io::Result<()> {
         self.buffer.clear();
         record.encode(&mut self.buffer);
         self.hasher.update(self.buffer.framed());
@@ -252,7 +253,7 @@ impl Trace {
         if self.ring.len() == RING_LEN {
             self.ring.pop_front();
         }
-        self.ring.push_back(record);
+        self.ring.push_back(record.clone());
         Ok(())
     }
 

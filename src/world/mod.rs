@@ -628,12 +628,12 @@ impl World {
     pub fn finish(&mut self) {
         self.steps += 1;
         self.last_step_ms = self.now;
-        let record = std::mem::replace(&mut self.rec, blank_record());
-        let action = record.action();
-        let actor = record.actor;
-        if let Err(error) = self.trace.push(record) {
+        let action = self.rec.action();
+        let actor = self.rec.actor;
+        if let Err(error) = self.trace.push(&self.rec) {
             panic!("writing the trace failed: {error}");
         }
+        self.rec = blank_record();
         if self.violation.is_none() && self.invariants_on {
             self.check_step();
         }
