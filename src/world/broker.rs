@@ -4,13 +4,13 @@
 //! passes; after `delivery_attempts_max` deliveries the entry goes to the
 //! dead-letter queue instead of out again.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::hash::Sha;
 
 use super::db::{Payload, Topic};
 use super::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
-use super::table::IdTable;
+use super::table::{IdTable, SortedDeque};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryState {
@@ -76,9 +76,9 @@ pub struct Broker {
     /// Live entries, by id (born in id order, mostly gone in it).
     pub entries: IdTable<EntryId, Entry>,
     /// Ready entries per topic, by (visible time, entry id).
-    ready: [BTreeSet<(u64, EntryId)>; 2],
+    ready: [SortedDeque<(u64, EntryId)>; 2],
     /// In-flight entries by visibility deadline.
-    in_flight: BTreeSet<(u64, EntryId)>,
+    in_flight: SortedDeque<(u64, EntryId)>,
     pub dead_letters: Vec<DeadLetter>,
     /// Dead letters the reconciler has not looked at yet.
     pub unseen_dead_letters: Vec<DeadLetterId>,

@@ -11,7 +11,7 @@ use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
 use super::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
-use super::table::IdTable;
+use super::table::{IdTable, SortedDeque};
 
 /// The one idempotency scope of this pipeline.
 pub const SCOPE: &str = "document-transform";
@@ -486,7 +486,7 @@ pub struct Db {
     /// Dense by outbox id; `None` once its task was compacted.
     outbox: Vec<Option<Box<OutboxRow>>>,
     /// Unpublished rows by the time they may next be claimed.
-    pub unpublished: BTreeSet<(u64, OutboxId)>,
+    pub unpublished: SortedDeque<(u64, OutboxId)>,
     /// By message id; rows leave when their task is compacted.
     /// Boxed: a row lives until its task is compacted, and one long-lived
     /// row keeps the window wide.
@@ -497,9 +497,9 @@ pub struct Db {
     pub rejections: Vec<Rejection>,
     pub rejections_total: u64,
     /// Running or cancelling attempts by lease expiry: the reconciler's index.
-    pub lease_index: BTreeSet<(u64, TaskId)>,
+    pub lease_index: SortedDeque<(u64, TaskId)>,
     /// Idempotency records by the time their retention may end.
-    pub retention_index: BTreeSet<(u64, Text)>,
+    pub retention_index: SortedDeque<(u64, Text)>,
     /// Records whose retention waits for their task to end.
     pub parked_retention: BTreeSet<Text>,
     /// Tasks created by replaying a dead letter, by dead-letter id.

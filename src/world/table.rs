@@ -121,6 +121,79 @@ impl<K: Slot, V> IdTable<K, V> {
     }
 }
 
+/// A set kept as a sorted deque, for time-ordered queues whose items mostly
+/// arrive at the back (due later than everything queued) and leave near
+/// the front (the earliest first): the broker's ready and in-flight
+/// entries, the outbox rows to claim, leases and retention by expiry.
+/// Those are a push or a pop, with no node to allocate or rebalance; an
+/// item elsewhere costs a binary search and a shift of the shorter side.
+/// `BTreeSet`'s order and semantics.
+#[derive(Debug)]
+pub struct SortedDeque<T> {
+    items: VecDeque<T>,
+}
+
+impl<T> Default for SortedDeque<T> {
+    fn default() -> SortedDeque<T> {
+        SortedDeque {
+            items: VecDeque::new(),
+        }
+    }
+}
+
+impl<T: Ord> SortedDeque<T> {
+    /// Adds `item`; false if it was there already.
+    pub fn insert(&mut self, item: T) -> bool {
+        if self.items.back().is_none_or(|last| *last < item) {
+            self.items.push_back(item);
+            return true;
+        }
+        match self.items.binary_search(&item) {
+            Ok(_) => false,
+            Err(position) => {
+                self.items.insert(position, item);
+                true
+            }
+        }
+    }
+
+    /// Removes `item`; false if it was not there.
+    pub fn remove(&mut self, item: &T) -> bool {
+        if self.items.front() == Some(item) {
+            self.items.pop_front();
+            return true;
+        }
+        match self.items.binary_search(item) {
+            Ok(position) => {
+                self.items.remove(position);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    pub fn first(&self) -> Option<&T> {
+        self.items.front()
+    }
+
+    pub fn pop_first(&mut self) -> Option<T> {
+        self.items.pop_front()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The items in order.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +231,35 @@ mod tests {
         table.insert(EntryId(7), "g");
         assert_eq!((table.base, table.slots.len()), (6, 1));
         assert!(table.contains(EntryId(7)));
+    }
+
+    /// The deque answers as a `BTreeSet` does over random inserts and
+    /// removals, at the back, the front and anywhere.
+    #[test]
+    fn a_sorted_deque_is_a_set_in_order() {
+        let mut deque = SortedDeque::default();
+        let mut set = std::collections::BTreeSet::new();
+        let mut state = 11u64;
+        for round in 0..20_000u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let draw = state >> 33;
+            let item = match draw % 4 {
+                0 => round,
+                _ => draw % 512,
+            };
+            if draw.is_multiple_of(3) {
+                assert_eq!(deque.remove(&item), set.remove(&item));
+            } else if draw.is_multiple_of(7) {
+                assert_eq!(deque.pop_first(), set.pop_first());
+            } else {
+                assert_eq!(deque.insert(item), set.insert(item));
+            }
+            assert_eq!(deque.first(), set.first());
+            assert_eq!(deque.len(), set.len());
+        }
+        assert!(deque.iter().eq(set.iter()));
+        assert_eq!(deque.is_empty(), set.is_empty());
     }
 }
