@@ -4,8 +4,6 @@
 //! passes; after `delivery_attempts_max` deliveries the entry goes to the
 //! dead-letter queue instead of out again.
 
-use std::collections::BTreeMap;
-
 use crate::hash::Sha;
 
 use super::db::{Payload, Topic};
@@ -88,7 +86,7 @@ pub struct Broker {
     pub dead_letters_changed: bool,
     /// Live entries per task, so "does the broker still carry this task?"
     /// costs a lookup, not a walk over every entry.
-    per_task: BTreeMap<TaskId, u32>,
+    per_task: IdTable<TaskId, u32>,
 }
 
 fn topic_slot(topic: Topic) -> usize {
@@ -112,7 +110,10 @@ impl Broker {
         self.next_entry += 1;
         self.published += 1;
         let id = EntryId(self.next_entry);
-        *self.per_task.entry(task).or_insert(0) += 1;
+        match self.per_task.get_mut(task) {
+            Some(count) => *count += 1,
+            None => self.per_task.insert(task, 1),
+        }
         self.entries.insert(
             id,
             Entry {
@@ -267,17 +268,17 @@ impl Broker {
     }
 
     fn forget_task_entry(&mut self, task: TaskId) {
-        if let Some(count) = self.per_task.get_mut(&task) {
+        if let Some(count) = self.per_task.get_mut(task) {
             *count -= 1;
             if *count == 0 {
-                self.per_task.remove(&task);
+                self.per_task.remove(task);
             }
         }
     }
 
     /// Whether any live entry is about `task`.
     pub fn carries_task(&self, task: TaskId) -> bool {
-        self.per_task.contains_key(&task)
+        self.per_task.contains(task)
     }
 
     /// Entries not yet acked, in either topic.
