@@ -434,7 +434,7 @@ pub struct BenchOptions {
     #[arg(long)]
     pub json: bool,
     /// Measurements per workload (median and spread are reported)
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 9)]
     pub repeat: usize,
     /// Ten times smaller workloads (a smoke run)
     #[arg(long)]
