@@ -320,15 +320,7 @@ impl Checker {
         let seen = mirror.events;
         let (was, was_version) = (mirror.status, mirror.version);
         if was.is_terminal() && row.state.status != was {
-            return Err(Fired {
-                invariant: "terminal-never-reopens",
-                message: format!(
-                    "{task} was {} and is now {}",
-                    was.as_str(),
-                    row.state.status.as_str()
-                ),
-                entities: vec![task.to_string()],
-            });
+            return Err(reopened(task, was, row.state.status));
         }
         let fresh = &row.events[seen..];
         // Nothing appended: the row must still be the fold of its events.
@@ -441,20 +433,21 @@ impl Checker {
     }
 }
 
+/// A terminal task whose status changed.
+fn reopened(task: TaskId, was: Status, now: Status) -> Fired {
+    Fired {
+        invariant: "terminal-never-reopens",
+        message: format!("{task} was {} and is now {}", was.as_str(), now.as_str()),
+        entities: vec![task.to_string()],
+    }
+}
+
 /// A compacted task can only stay as it was: same status, same version, no
 /// history.
 fn check_compacted(db: &Db, task: TaskId, status: Status, version: i64) -> Result<(), Fired> {
     let row = db.task(task);
     if row.state.status != status {
-        return Err(Fired {
-            invariant: "terminal-never-reopens",
-            message: format!(
-                "{task} was {} and is now {}",
-                status.as_str(),
-                row.state.status.as_str()
-            ),
-            entities: vec![task.to_string()],
-        });
+        return Err(reopened(task, status, row.state.status));
     }
     if row.state.version != version || !row.events.is_empty() {
         return Err(Fired {

@@ -1225,23 +1225,27 @@ fn emit_task_type<S: Sink>(out: &mut S, event: &TaskEvent, kind: &str) {
 }
 
 fn emit_i64<S: Sink>(out: &mut S, number: i64) {
-    // i64::MIN is a sign and 19 digits.
+    if number < 0 {
+        out.put("-");
+    }
     let mut digits = [0u8; 20];
+    out.put(decimal(&mut digits, number.unsigned_abs()));
+}
+
+/// `number`'s decimal digits, written into the end of `digits` (a `u64`
+/// has at most 20): ids and numbers are rendered on hot paths, where
+/// `format!`'s machinery costs several times the digits.
+pub fn decimal(digits: &mut [u8; 20], mut number: u64) -> &str {
     let mut start = digits.len();
-    let mut rest = number.unsigned_abs();
     loop {
         start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
+        digits[start] = b'0' + (number % 10) as u8;
+        number /= 10;
+        if number == 0 {
             break;
         }
     }
-    if number < 0 {
-        start -= 1;
-        digits[start] = b'-';
-    }
-    out.put(std::str::from_utf8(&digits[start..]).expect("ASCII digits"));
+    std::str::from_utf8(&digits[start..]).expect("ASCII digits")
 }
 
 fn emit_option_str<S: Sink>(out: &mut S, text: Option<&str>) {

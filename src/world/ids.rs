@@ -6,6 +6,7 @@
 use std::fmt;
 
 use crate::task::Text;
+use crate::task::json::decimal;
 
 /// The kinds of actor in the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -198,25 +199,10 @@ impl TextOut for TextBuf {
     }
 }
 
-/// Appends `number` in decimal. Ids are rendered on hot paths (event ids,
-/// task ids), where `format!`'s machinery costs several times the digits.
+/// Appends `number` in decimal, without `format!`.
 pub fn push_decimal(out: &mut impl TextOut, number: u64) {
     let mut digits = [0u8; 20];
     out.put(decimal(&mut digits, number));
-}
-
-/// `number`'s decimal digits, written into the end of `digits`.
-fn decimal(digits: &mut [u8; 20], mut number: u64) -> &str {
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (number % 10) as u8;
-        number /= 10;
-        if number == 0 {
-            break;
-        }
-    }
-    std::str::from_utf8(&digits[start..]).expect("ASCII digits")
 }
 
 macro_rules! counter_id {
