@@ -47,39 +47,39 @@ impl Record {
 
     /// Writes the canonical bytes of this record to `out`.
     pub fn encode(&self, out: &mut Encoded) {
-        out.put(&self.step.to_le_bytes());
-        out.put(&self.time_ms.to_le_bytes());
-        out.put(&[self.actor.kind as u8]);
-        out.put(&self.actor.index.to_le_bytes());
+        out.put_array(self.step.to_le_bytes());
+        out.put_array(self.time_ms.to_le_bytes());
+        out.put_array([self.actor.kind as u8]);
+        out.put_array(self.actor.index.to_le_bytes());
         // Outcomes are short words written in sim's own code, never input.
         debug_assert!(
             self.outcome.len() <= usize::from(u8::MAX),
             "{}",
             self.outcome
         );
-        out.put(&[self.verb as u8, self.outcome.len() as u8]);
+        out.put_array([self.verb as u8, self.outcome.len() as u8]);
         out.put(self.outcome.as_bytes());
-        out.put(&self.task.map_or(0, |t| t.0).to_le_bytes());
-        out.put(&self.message.map_or(0, |m| m.0).to_le_bytes());
-        out.put(&self.entry.map_or(0, |e| e.0).to_le_bytes());
-        out.put(&self.attempt.to_le_bytes());
+        out.put_array(self.task.map_or(0, |t| t.0).to_le_bytes());
+        out.put_array(self.message.map_or(0, |m| m.0).to_le_bytes());
+        out.put_array(self.entry.map_or(0, |e| e.0).to_le_bytes());
+        out.put_array(self.attempt.to_le_bytes());
         match self.version {
             Some(version) => {
-                out.put(&[1]);
-                out.put(&version.to_le_bytes());
+                out.put_array([1]);
+                out.put_array(version.to_le_bytes());
             }
-            None => out.put(&[0]),
+            None => out.put_array([0]),
         }
         match &self.hash {
             Some(hash) => {
-                out.put(&[1]);
-                out.put(hash);
+                out.put_array([1]);
+                out.put_array(*hash);
             }
-            None => out.put(&[0]),
+            None => out.put_array([0]),
         }
         match self.fault {
-            Some((site, kind)) => out.put(&[site as u8, kind as u8]),
-            None => out.put(&[0xff, 0xff]),
+            Some((site, kind)) => out.put_array([site as u8, kind as u8]),
+            None => out.put_array([0xff, 0xff]),
         }
     }
 
@@ -186,6 +186,15 @@ impl Encoded {
     fn put(&mut self, bytes: &[u8]) {
         self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
         self.len += bytes.len();
+    }
+
+    /// `put` for a fixed-size field: the copy is a few stores, not a call.
+    fn put_array<const N: usize>(&mut self, bytes: [u8; N]) {
+        let field: &mut [u8; N] = (&mut self.bytes[self.len..self.len + N])
+            .try_into()
+            .expect("N bytes");
+        *field = bytes;
+        self.len += N;
     }
 
     /// Starts the next record.
