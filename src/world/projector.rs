@@ -7,6 +7,7 @@
 //! snapshot, later events and the state row. It owns cache invalidation.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::faults::{FaultKind, Site};
 use crate::hash::Sha;
@@ -501,9 +502,10 @@ impl World {
     }
 }
 
-fn event_of(delivery: &Delivery) -> TaskEvent {
+/// The delivered event, shared (a reference count, not a copy of its text).
+fn event_of(delivery: &Delivery) -> Arc<TaskEvent> {
     match &delivery.payload {
-        Payload::Event(event) => TaskEvent::clone(event),
+        Payload::Event(event) => Arc::clone(event),
         Payload::Work { .. } => unreachable!("the projector only consumes task-events"),
     }
 }
