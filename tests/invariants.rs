@@ -337,7 +337,8 @@ fn fires_event_id_unique() {
     clean(&mut world, tasks(&[TASK]));
     let row = world.db.task_mut(TASK);
     let mut other = row.events.last().expect("events").clone();
-    other.event.event_id = Text::from("task-1:TaskCompleted:1:again");
+    std::sync::Arc::make_mut(&mut other.event).event_id =
+        Text::from("task-1:TaskCompleted:1:again");
     row.events.push(other);
     fires(&mut world, tasks(&[TASK]), "event-id-unique");
 }
@@ -446,11 +447,11 @@ fn fires_replay_matches_state() {
     let row = world.db.task_mut(TASK);
     let mut started = row.events[0].clone();
     assert!(matches!(started.event.body, EventBody::TaskStarted { .. }));
-    started.event = TaskEvent {
+    started.event = std::sync::Arc::new(TaskEvent {
         event_id: Text::from("task-1:TaskStarted:2"),
         sequence: 3,
-        ..started.event
-    };
+        ..(*started.event).clone()
+    });
     row.events.push(started);
     row.state.version = 3;
     fires(&mut world, tasks(&[TASK]), "replay-matches-state");

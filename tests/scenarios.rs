@@ -62,7 +62,7 @@ fn replaying_every_scenario_s_event_history_gives_its_state_row() {
             let events: Vec<_> = row
                 .events
                 .iter()
-                .map(|stored| stored.event.clone())
+                .map(|stored| (*stored.event).clone())
                 .collect();
             let replayed = sim::task::replay::replay(
                 row.state.task_id.clone(),

@@ -349,7 +349,8 @@ pub struct Lease {
 
 #[derive(Clone, Debug)]
 pub struct StoredEvent {
-    pub event: TaskEvent,
+    /// Shared with the event's outbox row (and deliveries of it).
+    pub event: Arc<TaskEvent>,
     pub payload_sha256: Sha,
     pub evidence: Evidence,
     pub appended_ms: u64,

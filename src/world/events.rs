@@ -188,7 +188,7 @@ impl World {
                 .events
                 .iter()
                 .filter(|stored| stored.event.sequence <= expected_version)
-                .map(|stored| stored.event.clone())
+                .map(|stored| TaskEvent::clone(&stored.event))
                 .collect();
             match fold(
                 crate::task::initial_state(current.task_id.clone()),
@@ -324,7 +324,8 @@ impl World {
             self.sometimes("completion-won-cancellation-race");
         }
         let sequence = event.sequence;
-        self.insert_event_row(task, Arc::new(event.clone()), payload_sha256);
+        let event = Arc::new(event);
+        self.insert_event_row(task, Arc::clone(&event), payload_sha256);
         let row = self.db.task_mut(task);
         row.events.push(StoredEvent {
             event,

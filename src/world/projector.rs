@@ -400,7 +400,7 @@ impl World {
             .events
             .iter()
             .filter(|stored| stored.event.sequence > version && stored.event.sequence <= through)
-            .map(|stored| (stored.event.clone(), stored.payload_sha256))
+            .map(|stored| (TaskEvent::clone(&stored.event), stored.payload_sha256))
             .collect();
         self.rec.outcome = "refetched";
         for (event, sha) in missing {
@@ -419,7 +419,7 @@ impl World {
         let events: Vec<TaskEvent> = row
             .events
             .iter()
-            .map(|stored| stored.event.clone())
+            .map(|stored| TaskEvent::clone(&stored.event))
             .collect();
         let applied: Vec<(Text, Sha)> = row
             .events
