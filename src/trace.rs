@@ -163,24 +163,40 @@ impl Record {
     }
 }
 
-/// One record's canonical bytes, preceded by their length (little-endian
-/// `u32`), in a fixed buffer sized for the longest record: encoding does no
-/// allocation, and the hasher gets one update per record.
+/// Records' canonical bytes, each preceded by its length (little-endian
+/// `u32`), gathered in a fixed buffer until a few kilobytes are there: the
+/// hasher then reads whole blocks in place, instead of copying every
+/// record into its block buffer, and encoding does no allocation.
 pub struct Encoded {
-    bytes: [u8; Encoded::CAPACITY],
+    bytes: Box<[u8; Encoded::CAPACITY]>,
     len: usize,
+    /// Where the record being encoded starts (its length prefix).
+    start: usize,
 }
 
 impl Encoded {
     /// The length prefix, the fixed fields (81 bytes) and the longest
     /// outcome a one-byte length can announce.
-    const CAPACITY: usize = 4 + 81 + u8::MAX as usize;
+    const RECORD_MAX: usize = 4 + 81 + u8::MAX as usize;
+    /// Gathered bytes are hashed once fewer than `RECORD_MAX` are free.
+    const CAPACITY: usize = 4096;
 
     pub fn new() -> Encoded {
         Encoded {
-            bytes: [0; Encoded::CAPACITY],
-            len: 4,
+            bytes: Box::new([0; Encoded::CAPACITY]),
+            len: 0,
+            start: 0,
         }
+    }
+
+    /// Whether the next record might not fit.
+    fn full(&self) -> bool {
+        self.len + Encoded::RECORD_MAX > Encoded::CAPACITY
+    }
+
+    /// The gathered bytes; `clear` starts over.
+    fn gathered(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 
     fn put(&mut self, bytes: &[u8]) {
@@ -197,17 +213,21 @@ impl Encoded {
         self.len += N;
     }
 
-    /// Starts the next record.
-    pub fn clear(&mut self) {
-        self.len = 4;
+    fn clear(&mut self) {
+        self.len = 0;
     }
 
-    /// The length prefix and the record's bytes: what the rolling hash
-    /// reads, so record boundaries are part of the hash.
-    pub fn framed(&mut self) -> &[u8] {
-        let len = (self.len - 4) as u32;
-        self.bytes[..4].copy_from_slice(&len.to_le_bytes());
-        &self.bytes[..self.len]
+    /// Starts a record: room for its length prefix.
+    fn begin(&mut self) {
+        self.start = self.len;
+        self.len += 4;
+    }
+
+    /// Ends a record by writing its length before it: the rolling hash
+    /// reads the prefix too, so record boundaries are part of the hash.
+    fn end(&mut self) {
+        let len = (self.len - self.start - 4) as u32;
+        self.bytes[self.start..self.start + 4].copy_from_slice(&len.to_le_bytes());
     }
 }
 
@@ -247,9 +267,13 @@ impl Trace {
 
     /// Appends `record` (borrowed: the ring keeps the one copy made).
     pub fn push(&mut self, record: &Record) -> std::io::Result<()> {
-        self.buffer.clear();
+        self.buffer.begin();
         record.encode(&mut self.buffer);
-        self.hasher.update(self.buffer.framed());
+        self.buffer.end();
+        if self.buffer.full() {
+            self.hasher.update(self.buffer.gathered());
+            self.buffer.clear();
+        }
         if let Some(out) = self.lines.as_mut() {
             self.json.clear();
             record.write_json(&mut self.json);
@@ -268,7 +292,9 @@ impl Trace {
 
     /// The rolling SHA-256 of every record so far.
     pub fn sha256(&self) -> Sha {
-        self.hasher.clone().finalize().into()
+        let mut hasher = self.hasher.clone();
+        hasher.update(self.buffer.gathered());
+        hasher.finalize().into()
     }
 
     /// The last `n` records, oldest first.
