@@ -213,15 +213,24 @@ impl World {
         }
     }
 
+    /// A store read for the fence: `None` when it goes through, else how
+    /// it goes on (the same phase after the store timeout, or an abort once
+    /// the store is exhausted).
+    fn fence_read_or_wait(&mut self, fence: &mut Fence) -> Option<FenceProgress> {
+        match self.store_read(&mut fence.reads) {
+            StoreRead::Answered => None,
+            StoreRead::TimedOut => Some(FenceProgress::Next(self.config.store_timeout_ms)),
+            StoreRead::Exhausted => Some(FenceProgress::Abort("STORE_UNAVAILABLE")),
+        }
+    }
+
     fn fence_read(&mut self, fence: &mut Fence) -> FenceProgress {
         let token = fence.token();
         if !self.config.store_supports_query {
             return self.fence_without_query(fence);
         }
-        match self.store_read(&mut fence.reads) {
-            StoreRead::Exhausted => return FenceProgress::Abort("STORE_UNAVAILABLE"),
-            StoreRead::TimedOut => return FenceProgress::Next(self.config.store_timeout_ms),
-            StoreRead::Answered => {}
+        if let Some(wait) = self.fence_read_or_wait(fence) {
+            return wait;
         }
         let observed = self.store.observe(token);
         fence.phase = match observed {
@@ -323,10 +332,8 @@ impl World {
             }
             return self.fence_cannot_confirm(fence);
         }
-        match self.store_read(&mut fence.reads) {
-            StoreRead::Exhausted => return FenceProgress::Abort("STORE_UNAVAILABLE"),
-            StoreRead::TimedOut => return FenceProgress::Next(self.config.store_timeout_ms),
-            StoreRead::Answered => {}
+        if let Some(wait) = self.fence_read_or_wait(fence) {
+            return wait;
         }
         match self.store.observe(fence.token()) {
             Observed::Tombstone | Observed::Present { hidden: true, .. } => {

@@ -779,13 +779,8 @@ impl World {
 
     /// Reads the artifact back by the same token.
     fn worker_read_back(&mut self, job: &mut Job) -> Step {
-        let timeout = self.config.store_timeout_ms;
-        match self.store_read(&mut job.reads) {
-            StoreRead::Exhausted => {
-                return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), timeout);
-            }
-            StoreRead::TimedOut => return Step::Next(WorkerPhase::ReadBack, timeout),
-            StoreRead::Answered => {}
+        if let Some(wait) = self.read_or_wait(job, WorkerPhase::ReadBack) {
+            return wait;
         }
         let (sha, _) = self.expected_artifact(job.task);
         match self.store.observe(job.token) {
@@ -932,6 +927,20 @@ impl World {
         }
     }
 
+    /// A store read for the job: `None` when it goes through, else the step
+    /// after a timeout (`again`, or giving the delivery back once the
+    /// store is exhausted), both after the store timeout.
+    fn read_or_wait(&mut self, job: &mut Job, again: WorkerPhase) -> Option<Step> {
+        let timeout = self.config.store_timeout_ms;
+        match self.store_read(&mut job.reads) {
+            StoreRead::Answered => None,
+            StoreRead::TimedOut => Some(Step::Next(again, timeout)),
+            StoreRead::Exhausted => {
+                Some(Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), timeout))
+            }
+        }
+    }
+
     /// Reads back that the artifact is hidden before the ledger says so.
     fn worker_check_hidden(&mut self, job: &mut Job) -> Step {
         if !self.config.store_supports_query {
@@ -942,13 +951,8 @@ impl World {
             }
             return self.cannot_confirm(job);
         }
-        let timeout = self.config.store_timeout_ms;
-        match self.store_read(&mut job.reads) {
-            StoreRead::Exhausted => {
-                return Step::Next(WorkerPhase::Nack("STORE_UNAVAILABLE"), timeout);
-            }
-            StoreRead::TimedOut => return Step::Next(WorkerPhase::CheckHidden, timeout),
-            StoreRead::Answered => {}
+        if let Some(wait) = self.read_or_wait(job, WorkerPhase::CheckHidden) {
+            return wait;
         }
         match self.store.observe(job.token) {
             Observed::Present { hidden: false, .. } | Observed::Absent => {
