@@ -234,7 +234,7 @@ impl World {
 
     fn remove_call(&mut self, call_id: CallId) {
         if let Some(call) = self.calls.remove(call_id)
-            && call.op.targets_task()
+            && call.op.task_named().is_some()
         {
             self.calls_by_task -= 1;
         }

@@ -33,24 +33,18 @@ pub enum ClientOp {
 }
 
 impl ClientOp {
-    /// Whether this operation names `task` (a cancel or read by task id).
-    pub fn names(&self, task: super::ids::TaskId) -> bool {
-        matches!(
-            self,
-            ClientOp::Cancel { target: Target::Task(t) } | ClientOp::Read { target: Target::Task(t) } if *t == task
-        )
-    }
-
-    /// Whether this operation names a task by id at all.
-    pub fn targets_task(&self) -> bool {
-        matches!(
-            self,
+    /// The task this operation names by id (a cancel or read by task id),
+    /// if any.
+    pub fn task_named(&self) -> Option<super::ids::TaskId> {
+        match self {
             ClientOp::Cancel {
-                target: Target::Task(_)
-            } | ClientOp::Read {
-                target: Target::Task(_)
+                target: Target::Task(task),
             }
-        )
+            | ClientOp::Read {
+                target: Target::Task(task),
+            } => Some(*task),
+            _ => None,
+        }
     }
 }
 
@@ -151,7 +145,7 @@ impl World {
         self.rec.outcome = outcome;
         let (op, intent) = (outgoing.op.clone(), outgoing.intent);
         let call_id = self.next_call_id();
-        if op.targets_task() {
+        if op.task_named().is_some() {
             self.calls_by_task += 1;
         }
         let incarnation = self.apis[api as usize].incarnation;

@@ -676,7 +676,7 @@ impl World {
                 self.calls_by_task = self
                     .calls
                     .values()
-                    .filter(|call| call.op.targets_task())
+                    .filter(|call| call.op.task_named().is_some())
                     .count() as u32;
             }
             ActorKind::Publisher => self.publishers[index].wipe(),

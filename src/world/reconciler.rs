@@ -372,7 +372,11 @@ impl World {
                 worker.job.as_ref().is_some_and(|job| job.task == task)
                     || worker.mailbox.iter().any(|(_, _, d)| d.task == task)
             })
-            || (self.calls_by_task > 0 && self.calls.values().any(|call| call.op.names(task)));
+            || (self.calls_by_task > 0
+                && self
+                    .calls
+                    .values()
+                    .any(|call| call.op.task_named() == Some(task)));
         if in_flight {
             return;
         }
