@@ -394,13 +394,13 @@ impl World {
             .models
             .get(&task)
             .map_or(0, |model| model.state.version);
-        let missing: Vec<(TaskEvent, Sha)> = self
+        let missing: Vec<(Arc<TaskEvent>, Sha)> = self
             .db
             .task(task)
             .events
             .iter()
             .filter(|stored| stored.event.sequence > version && stored.event.sequence <= through)
-            .map(|stored| (TaskEvent::clone(&stored.event), stored.payload_sha256))
+            .map(|stored| (Arc::clone(&stored.event), stored.payload_sha256))
             .collect();
         self.rec.outcome = "refetched";
         for (event, sha) in missing {
