@@ -11,7 +11,6 @@ use std::sync::Arc;
 use crate::prng::{Prng, Stream};
 use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
 use crate::task::Text;
-use crate::world::World;
 use crate::world::broker::DeadLetter;
 use crate::world::db::{Input, Payload};
 use crate::world::ids::{DeadLetterId, TextBuf, TextOut, push_decimal};
@@ -90,12 +89,12 @@ fn input_document(doc: u64, title: Option<u64>) -> Arc<Input> {
             canonical.push_str(r#"","title":"title-"#);
             push_decimal(&mut canonical, title);
             canonical.push_str(r#""}"#);
-            World::canonical_input(canonical, true, 1)
+            Input::canonical(canonical, true, 1)
         }
         // A poison input: the legacy format needs handler version 2.
         None => {
             canonical.push_str(r#"","format":"legacy-rtf","title":"legacy"}"#);
-            World::canonical_input(canonical, true, 2)
+            Input::canonical(canonical, true, 2)
         }
     }
 }
@@ -286,7 +285,7 @@ mod tests {
                     json!({"doc": format!("doc-{doc}"), "format": "legacy-rtf", "title": "legacy"})
                 }
             };
-            assert_eq!(*input_document(doc, title), *World::input(&value));
+            assert_eq!(*input_document(doc, title), *Input::of(&value));
         }
     }
 

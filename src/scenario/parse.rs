@@ -417,7 +417,7 @@ impl Parser<'_> {
             let kind = match kind.as_str() {
                 "create" => RequestKind::Create {
                     key: self.string(required("key")?, &field("key"))?.into(),
-                    input: crate::world::World::input(
+                    input: crate::world::db::Input::of(
                         &self.json(required("input")?, &field("input"))?,
                     ),
                 },

@@ -33,6 +33,31 @@ pub struct Input {
     pub handler_needed: u64,
 }
 
+impl Input {
+    /// An input document and what the pipeline derives from it.
+    pub fn of(value: &serde_json::Value) -> Arc<Input> {
+        let handler_needed = if value.get("format").and_then(|f| f.as_str()) == Some("legacy-rtf") {
+            2
+        } else {
+            1
+        };
+        let valid = value.get("doc").is_some_and(|doc| doc.is_string());
+        Input::canonical(crate::hash::canonical_json(value), valid, handler_needed)
+    }
+
+    /// An input whose canonical JSON the caller already wrote (the fuzz
+    /// workload, which knows its documents' shape).
+    pub fn canonical(canonical: String, valid: bool, handler_needed: u64) -> Arc<Input> {
+        let sha256 = crate::hash::sha256(canonical.as_bytes());
+        Arc::new(Input {
+            canonical,
+            valid,
+            sha256,
+            handler_needed,
+        })
+    }
+}
+
 /// What the API answered a create with; replayed for a repeated key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Answer {

@@ -369,7 +369,7 @@ impl World {
             touched: Touched::default(),
             crash_now: None,
             next_delivery: 0,
-            compacted_input: World::input(&serde_json::Value::Null),
+            compacted_input: Input::of(&serde_json::Value::Null),
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
                 .collect(),
@@ -777,29 +777,6 @@ impl World {
     pub fn stop_faults(&mut self) {
         self.faults.enabled = false;
         self.workload_on = false;
-    }
-
-    /// An input document and what the pipeline derives from it.
-    pub fn input(value: &serde_json::Value) -> Arc<Input> {
-        let handler_needed = if value.get("format").and_then(|f| f.as_str()) == Some("legacy-rtf") {
-            2
-        } else {
-            1
-        };
-        let valid = value.get("doc").is_some_and(|doc| doc.is_string());
-        World::canonical_input(crate::hash::canonical_json(value), valid, handler_needed)
-    }
-
-    /// An input whose canonical JSON the caller already wrote (the fuzz
-    /// workload, which knows its documents' shape).
-    pub fn canonical_input(canonical: String, valid: bool, handler_needed: u64) -> Arc<Input> {
-        let sha256 = crate::hash::sha256(canonical.as_bytes());
-        Arc::new(Input {
-            canonical,
-            valid,
-            sha256,
-            handler_needed,
-        })
     }
 }
 
