@@ -259,10 +259,10 @@ pub fn measure(workload: &Workload) -> Sample {
             // peak memory is measured too.
             let null = std::fs::File::create("/dev/null").expect("/dev/null opens");
             let watch = Stopwatch::start();
-            let decided = crate::transition_cli::transition_file_to(&path, null);
+            let code = crate::transition_cli::transition_to(Some(&path), null);
             let nanos = watch.nanos() as u64;
             let _ = std::fs::remove_file(&path);
-            assert_eq!(decided, Ok(true), "the generated lines are well-typed");
+            assert_eq!(code, EXIT_OK, "the generated lines are well-typed");
             Sample {
                 steps: 0,
                 nanos,
@@ -360,6 +360,10 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
         .iter()
         .map(|s| per_second(s.steps, s.nanos))
         .collect();
+    let units_by_round: Vec<f64> = samples
+        .iter()
+        .map(|s| per_second(s.units, s.nanos))
+        .collect();
     let (invariants, trace) = match workload {
         Workload::Fuzz {
             invariants, trace, ..
@@ -392,12 +396,7 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
         peak_rss_bytes: samples.iter().map(|s| s.peak_rss_bytes).max().unwrap_or(0),
         invariants,
         trace,
-        units_per_second: median(
-            samples
-                .iter()
-                .map(|s| per_second(s.units, s.nanos))
-                .collect(),
-        ),
+        units_per_second: median(units_by_round.clone()),
         ns_per_step_by_round: samples
             .iter()
             .map(|s| {
@@ -408,10 +407,7 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
                 }
             })
             .collect(),
-        units_per_second_by_round: samples
-            .iter()
-            .map(|s| per_second(s.units, s.nanos))
-            .collect(),
+        units_per_second_by_round: units_by_round,
     }
 }
 
@@ -476,10 +472,8 @@ fn sample_in_child(workload: &Workload, quick: bool) -> Sample {
 }
 
 pub fn bench_command(options: &BenchOptions) -> u8 {
-    let known: Vec<String> = workloads(options.quick)
-        .iter()
-        .map(Workload::name)
-        .collect();
+    let all = workloads(options.quick);
+    let known: Vec<String> = all.iter().map(Workload::name).collect();
     if let Some(unknown) = options.only.iter().find(|name| !known.contains(name)) {
         crate::errln!(
             "error: --only {unknown}: no such workload; expected one of: {}",
@@ -487,7 +481,7 @@ pub fn bench_command(options: &BenchOptions) -> u8 {
         );
         return EXIT_INPUT;
     }
-    let chosen: Vec<Workload> = workloads(options.quick)
+    let chosen: Vec<Workload> = all
         .into_iter()
         .filter(|w| options.only.is_empty() || options.only.contains(&w.name()))
         .collect();

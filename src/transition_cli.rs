@@ -18,8 +18,12 @@ const BUFFER_BYTES: usize = 1 << 16;
 /// line, in order. Exit 0, or 2 when any line erred or the input could not
 /// be read.
 pub fn run_transition(file: Option<&Path>) -> u8 {
-    let stdout = io::stdout();
-    let output = stdout.lock();
+    transition_to(file, io::stdout().lock())
+}
+
+/// `sim transition [FILE]` with the results going to `output` (the bench
+/// sends them to /dev/null, in its own process).
+pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
     let outcome = match file {
         Some(path) => match open_input(path) {
             Ok(input) => transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output),
@@ -89,17 +93,6 @@ pub fn run_replay_events(file: &Path, policy: Policy) -> u8 {
     };
     crate::outln!("{line}");
     code
-}
-
-/// `sim transition FILE` with the results going to `output` instead of
-/// standard output (the bench measures the command's work in its own
-/// process). True when every line was decided.
-pub fn transition_file_to(path: &Path, output: impl Write) -> Result<bool, String> {
-    let input = open_input(path)?;
-    match transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output) {
-        Ok(lines) => Ok(!lines.erred),
-        Err(Failure::Read(error) | Failure::Write(error, _)) => Err(error.to_string()),
-    }
 }
 
 /// Opens a file for reading, refusing a directory up front: on Linux opening
