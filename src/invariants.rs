@@ -11,6 +11,7 @@ use crate::hash::{Sha, hex};
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
 use crate::world::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
 use crate::world::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::table::IdTable;
 use crate::world::{DeliveryAct, World};
 
 /// One invariant: its stable id and what it states.
@@ -113,12 +114,11 @@ pub struct Violation {
     pub entities: Vec<String>,
 }
 
-/// What the checker remembers of one task between steps.
-#[derive(Clone, Debug)]
+/// What the checker remembers of one task between steps. Its status and
+/// version are its replay's, and the events it has seen are one per entry
+/// of its history after the first.
+#[derive(Debug)]
 struct TaskMirror {
-    status: Status,
-    version: i64,
-    events: usize,
     /// The check round (`Checker::round`) in which the task's history last
     /// checked clean: within one round nothing changes the database, so a
     /// second look (projection, cache) would find the same and is skipped.
@@ -135,19 +135,24 @@ impl TaskMirror {
             .last()
             .expect("a mirror's history starts with the initial state")
     }
+
+    /// How many of the task's events it has folded.
+    fn events(&self) -> usize {
+        self.history.len() - 1
+    }
 }
 
 /// The checker's memory of one task: all of it while the task lives, its
 /// final status and version once it was compacted. A live mirror is held
 /// inline (its history is already on the heap): no allocation per task for
 /// the mirror itself.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 enum Mirror {
     Live(TaskMirror),
     Compacted { status: Status, version: i64 },
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 struct KeyLife {
     tasks: Vec<TaskId>,
     recorded: bool,
@@ -165,40 +170,6 @@ enum DeliveryClass {
 
 /// The checker's copy of an inbox row: payload hash, state, result.
 type InboxCopy = (Sha, InboxState, Option<ProcessResult>);
-
-/// The checker's copies of inbox rows, dense by outbox id like the outbox
-/// table itself (ids are a counter): a delivery touch reads and writes its
-/// row by index instead of searching a map every step.
-#[derive(Debug, Default)]
-struct InboxMirror {
-    rows: Vec<Option<InboxCopy>>,
-}
-
-impl InboxMirror {
-    fn get(&self, message: OutboxId) -> Option<&InboxCopy> {
-        let slot = (message.0 as usize).checked_sub(1)?;
-        self.rows.get(slot)?.as_ref()
-    }
-
-    fn insert(&mut self, message: OutboxId, copy: InboxCopy) {
-        let Some(slot) = (message.0 as usize).checked_sub(1) else {
-            return;
-        };
-        if self.rows.len() <= slot {
-            self.rows.resize(slot + 1, None);
-        }
-        self.rows[slot] = Some(copy);
-    }
-
-    fn remove(&mut self, message: OutboxId) {
-        if let Some(row) = (message.0 as usize)
-            .checked_sub(1)
-            .and_then(|slot| self.rows.get_mut(slot))
-        {
-            *row = None;
-        }
-    }
-}
 
 /// The class of each delivery registered and not yet answered, sorted by
 /// delivery id. Ids are a counter and only a few deliveries are open at a
@@ -235,11 +206,12 @@ impl OpenDeliveries {
 #[derive(Debug, Default)]
 pub struct Checker {
     tasks: Vec<Mirror>,
-    event_ids: BTreeMap<Text, (TaskId, i64)>,
-    inbox: InboxMirror,
+    /// Event ids that do not name their own task, by the task they went to.
+    event_ids: BTreeMap<Text, TaskId>,
+    /// By message id, like the database's inbox; a copy leaves when its
+    /// task is compacted.
+    inbox: IdTable<OutboxId, InboxCopy>,
     deliveries: OpenDeliveries,
-    /// Tasks created under each key, and since when the key's current
-    /// record epoch runs (a record's deletion opens a new epoch).
     /// Per key: the tasks created under it since its last record ended, and
     /// whether a record for it has been seen alive. A record that lived and
     /// is gone ends the key's epoch and its entry: memory follows live keys.
@@ -264,14 +236,15 @@ struct RecordView {
 
 impl Checker {
     /// A compacted task's history is gone: keep what judges it from now on
-    /// (its status, version and the state its events folded to).
+    /// (its status and version).
     pub fn forget_history(&mut self, task: TaskId) {
         if let Some(mirror) = self.tasks.get_mut(task.slot())
             && let Mirror::Live(live) = mirror
         {
+            let replay = live.replay();
             *mirror = Mirror::Compacted {
-                status: live.status,
-                version: live.version,
+                status: replay.status,
+                version: replay.version,
             };
         }
     }
@@ -283,42 +256,31 @@ impl Checker {
     /// The mirror of `task`, made (with those of the tasks before it) on
     /// first sight.
     fn mirror(&mut self, db: &Db, task: TaskId) -> &mut Mirror {
-        while self.tasks.len() <= task.slot() {
-            let id = TaskId(self.tasks.len() as u32 + 1);
-            let mut history = Vec::with_capacity(3);
-            history.push(initial_state(db.task(id).state.task_id.clone()));
-            self.tasks.push(Mirror::Live(TaskMirror {
-                status: Status::Queued,
-                version: 0,
-                events: 0,
-                synced: 0,
-                history,
-            }));
-        }
-        &mut self.tasks[task.slot()]
+        mirror_in(&mut self.tasks, db, task)
     }
 
     /// terminal-never-reopens, event-id-unique, version-step-one,
     /// replay-matches-state: the task's event history against its row.
     /// Brings the mirror up to date when the history checks.
     fn sync_task(&mut self, db: &Db, policy: Policy, task: TaskId) -> Result<(), Fired> {
-        let round = self.round;
-        if let Mirror::Compacted { status, version } = self.mirror(db, task) {
-            let (status, version) = (*status, *version);
-            return check_compacted(db, task, status, version);
-        }
         let Checker {
-            tasks, event_ids, ..
+            tasks,
+            event_ids,
+            round,
+            ..
         } = self;
-        let Mirror::Live(mirror) = &mut tasks[task.slot()] else {
-            unreachable!("matched above");
+        let mirror = match mirror_in(tasks, db, task) {
+            Mirror::Compacted { status, version } => {
+                return check_compacted(db, task, *status, *version);
+            }
+            Mirror::Live(live) => live,
         };
-        if mirror.synced == round {
+        if mirror.synced == *round {
             return Ok(());
         }
         let row = db.task(task);
-        let seen = mirror.events;
-        let (was, was_version) = (mirror.status, mirror.version);
+        let seen = mirror.events();
+        let (was, was_version) = (mirror.replay().status, mirror.replay().version);
         if was.is_terminal() && row.state.status != was {
             return Err(reopened(task, was, row.state.status));
         }
@@ -345,7 +307,7 @@ impl Checker {
                     entities: vec![task.to_string()],
                 });
             }
-            mirror.synced = round;
+            mirror.synced = *round;
             return Ok(());
         }
         // Whether some fresh id does not name its own task (none do in a
@@ -421,16 +383,25 @@ impl Checker {
         if any_foreign {
             for stored in fresh {
                 if !owns_id(&stored.event.event_id, task) {
-                    event_ids.insert(stored.event.event_id.clone(), (task, stored.event.sequence));
+                    event_ids.insert(stored.event.event_id.clone(), task);
                 }
             }
         }
-        mirror.status = row.state.status;
-        mirror.version = row.state.version;
-        mirror.events = row.events.len();
-        mirror.synced = round;
+        mirror.synced = *round;
         Ok(())
     }
+}
+
+/// The mirror of `task` in `tasks`, made (with those of the tasks before
+/// it) on first sight.
+fn mirror_in<'a>(tasks: &'a mut Vec<Mirror>, db: &Db, task: TaskId) -> &'a mut Mirror {
+    while tasks.len() <= task.slot() {
+        let id = TaskId(tasks.len() as u32 + 1);
+        let mut history = Vec::with_capacity(3);
+        history.push(initial_state(db.task(id).state.task_id.clone()));
+        tasks.push(Mirror::Live(TaskMirror { synced: 0, history }));
+    }
+    &mut tasks[task.slot()]
 }
 
 /// A terminal task whose status changed.
@@ -467,14 +438,14 @@ fn check_compacted(db: &Db, task: TaskId, status: Status, version: i64) -> Resul
 /// another task, among that task's events. `head` is `head_of(id).0` and
 /// `own` whether it names `task`.
 fn foreign_id_taken(
-    event_ids: &BTreeMap<Text, (TaskId, i64)>,
+    event_ids: &BTreeMap<Text, TaskId>,
     db: &Db,
     task: TaskId,
     id: &Text,
     head: &str,
     own: bool,
 ) -> bool {
-    if event_ids.get(id).is_some_and(|(owner, _)| *owner != task) {
+    if event_ids.get(id).is_some_and(|owner| *owner != task) {
         return true;
     }
     if own {
