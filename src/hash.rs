@@ -31,11 +31,21 @@ pub fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Both lowercase digits of every byte value, so a byte is one lookup.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut pairs = [[0u8; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        pairs[byte] = [HEX[byte >> 4], HEX[byte & 0xf]];
+        byte += 1;
+    }
+    pairs
+};
+
 /// Lowercase hex of a digest into a fixed buffer (no allocation).
 pub fn hex_into(bytes: &Sha, out: &mut [u8; 64]) {
-    for (index, byte) in bytes.iter().enumerate() {
-        out[2 * index] = HEX[(byte >> 4) as usize];
-        out[2 * index + 1] = HEX[(byte & 0xf) as usize];
+    for (pair, byte) in out.as_chunks_mut::<2>().0.iter_mut().zip(bytes) {
+        *pair = HEX_PAIRS[usize::from(*byte)];
     }
 }
 

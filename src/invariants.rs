@@ -511,21 +511,9 @@ fn head_of(id: &str) -> (&str, bool) {
 /// parsed hash: the lowercase rendering is compared at once, and only text
 /// that differs from it is parsed.
 fn hex_is(text: &str, sha: &Sha) -> bool {
-    /// Both lowercase digits of every byte value, so a byte is one lookup.
-    const PAIRS: [[u8; 2]; 256] = {
-        let mut pairs = [[0u8; 2]; 256];
-        let mut byte = 0;
-        while byte < 256 {
-            pairs[byte] = [crate::hash::HEX[byte >> 4], crate::hash::HEX[byte & 0xf]];
-            byte += 1;
-        }
-        pairs
-    };
-    let mut lower = [[0u8; 2]; 32];
-    for (pair, byte) in lower.iter_mut().zip(sha) {
-        *pair = PAIRS[usize::from(*byte)];
-    }
-    text.as_bytes() == lower.as_flattened() || crate::hash::parse_sha_hex(text) == Some(*sha)
+    let mut lower = [0u8; 64];
+    crate::hash::hex_into(sha, &mut lower);
+    text.as_bytes() == lower || crate::hash::parse_sha_hex(text) == Some(*sha)
 }
 
 impl World {
