@@ -249,6 +249,29 @@ impl Checker {
         }
     }
 
+    /// The state `task` had at `version`, once its history checks (`None`
+    /// when it does not, or when that version is not known: a compacted
+    /// task keeps only its current state).
+    fn state_at<'a>(
+        &'a mut self,
+        db: &'a Db,
+        policy: Policy,
+        task: TaskId,
+        version: i64,
+    ) -> Option<&'a TaskState> {
+        self.sync_task(db, policy, task).ok()?;
+        let row = db.task(task);
+        if row.state.version == version {
+            return Some(&row.state);
+        }
+        let Mirror::Live(mirror) = &self.tasks[task.slot()] else {
+            return None;
+        };
+        usize::try_from(version)
+            .ok()
+            .and_then(|v| mirror.history.get(v))
+    }
+
     pub fn forget_message(&mut self, message: OutboxId) {
         self.inbox.remove(message);
     }
@@ -883,35 +906,16 @@ impl World {
         Ok(())
     }
 
-    /// The state `task` had at `version`, once its mirror is up to date
-    /// (`None` if its history does not check). A compacted task keeps only
-    /// its current state.
-    fn history_at(&mut self, task: TaskId, version: i64) -> Option<&TaskState> {
-        self.check_task_events(task).ok()?;
-        self.state_at(task, version)
-    }
-
-    /// The state `task` had at `version`, from an up-to-date mirror.
-    fn state_at(&self, task: TaskId, version: i64) -> Option<&TaskState> {
-        let row = self.db.task(task);
-        if row.state.version == version {
-            return Some(&row.state);
-        }
-        let Mirror::Live(mirror) = &self.checker.tasks[task.slot()] else {
-            return None;
-        };
-        usize::try_from(version)
-            .ok()
-            .and_then(|v| mirror.history.get(v))
-    }
-
     fn check_cache(&mut self, task: TaskId) -> Result<(), Fired> {
         let Some(crate::world::cache::CacheEntry::View { status, version }) = self.cache.get(task)
         else {
             return Ok(());
         };
         let current = self.db.task(task).state.version;
-        let real = self.history_at(task, version).map(|state| state.status);
+        let real = self
+            .checker
+            .state_at(&self.db, self.config.cancel_policy, task, version)
+            .map(|state| state.status);
         if version > current || real != Some(status) {
             return Err(Fired {
                 invariant: "cache-never-ahead",
@@ -929,12 +933,11 @@ impl World {
         let Some(model) = self.projector.models.get(&task) else {
             return Ok(());
         };
-        let synced = self
-            .checker
-            .sync_task(&self.db, self.config.cancel_policy, task)
-            .is_ok();
         let model = &model.state;
-        if !synced || self.state_at(task, model.version) != Some(model) {
+        let had = self
+            .checker
+            .state_at(&self.db, self.config.cancel_policy, task, model.version);
+        if had != Some(model) {
             return Err(Fired {
                 invariant: "projection-consistent",
                 message: format!(
