@@ -347,7 +347,8 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         );
         return summary.exit_code();
     }
-    if results.len() == 1 {
+    // A lone seed's draw is shown once: with its report when it failed.
+    if results.len() == 1 && results[0].report.is_none() {
         crate::out!("{}", results[0].draw.describe());
     }
     for result in &results {
