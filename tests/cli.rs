@@ -2,7 +2,7 @@
 //! listing commands list everything, a scenario runs with a story and a
 //! summary, and the dump and trace land where asked.
 
-use crate::common::{scratch, sim, text};
+use crate::common::{scratch, sim, sim_command, text};
 
 #[test]
 fn help_explains_every_command_and_flag() {
@@ -168,9 +168,7 @@ fn bench_refuses_an_unknown_workload() {
 
 /// Runs sim with a standard output whose reader has already gone.
 fn with_stdout_closed(args: &[&str]) -> std::process::Output {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let mut child = sim_command(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -45,13 +45,16 @@ pub fn scenario_name(path: &Path) -> String {
         .replace(std::path::MAIN_SEPARATOR, "/")
 }
 
+/// The `sim` binary with `args`, run from the project's root.
+pub fn sim_command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sim"));
+    command.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
+}
+
 /// Runs the `sim` binary.
 pub fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the sim binary runs")
+    sim_command(args).output().expect("the sim binary runs")
 }
 
 /// A fresh scratch directory for one test.
