@@ -111,16 +111,16 @@ pub fn table(kills: &[Kill], options: &ScoreOptions) -> String {
                 let _ = writeln!(out, "{:<30} {:<8} {reason}", kill.mutant.name(), "equiv.");
             }
             (found, None) => {
-                // A survivor used the whole budget of seeds and found nothing.
                 let dash = || "-".to_string();
                 let [verdict, invariant, seed, step, seeds, steps] = match found {
                     Some((invariant, seed, step, seeds, steps)) => {
                         killed += 1;
                         seeds_to_kill.push(*seeds);
-                        let numbers = [seed, step, seeds, steps].map(u64::to_string);
-                        let [seed, step, seeds, steps] = numbers;
+                        let [seed, step, seeds, steps] =
+                            [seed, step, seeds, steps].map(u64::to_string);
                         ["yes".into(), invariant.clone(), seed, step, seeds, steps]
                     }
+                    // A survivor used the whole budget of seeds and found nothing.
                     None => [
                         "NO".into(),
                         dash(),
