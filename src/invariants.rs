@@ -94,7 +94,7 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "every entry in the broker's topics has a message id that is a committed outbox row's id, with that row's payload",
     },
     Invariant {
-        id: "converges",
+        id: crate::simulate::CONVERGES,
         statement: "after the faults stop and the system drains: every task terminal or in manual review with an enumerated reason, every outbox row published, no effect unknown or started outside review, nothing in flight but dead letters, every cached view current or absent",
     },
 ];

@@ -6,6 +6,9 @@
 use crate::invariants::Violation;
 use crate::world::{Stepped, World};
 
+/// The liveness invariant's id: what a run that did not converge broke.
+pub const CONVERGES: &str = "converges";
+
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
@@ -24,12 +27,12 @@ impl Outcome {
         self.violation.is_none() && self.not_converged.is_empty()
     }
 
-    /// What the run broke: the violated invariant, or `converges` for a run
+    /// What the run broke: the violated invariant, or `CONVERGES` for a run
     /// that did not converge; `None` for a clean run.
     pub fn fired(&self) -> Option<&'static str> {
         match &self.violation {
             Some(violation) => Some(violation.invariant),
-            None if !self.not_converged.is_empty() => Some("converges"),
+            None if !self.not_converged.is_empty() => Some(CONVERGES),
             None => None,
         }
     }

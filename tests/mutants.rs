@@ -28,13 +28,12 @@ fn every_mutant_has_a_scenario_that_breaks_its_invariant() {
             info.name
         );
         let finished = execute(&scenario, world_for(&scenario), |_, _| {});
-        let fired = finished
-            .outcome
-            .violation
-            .as_ref()
-            .map(|v| v.invariant.to_string())
-            .or((!finished.outcome.not_converged.is_empty()).then(|| "converges".to_string()));
-        assert_eq!(fired.as_deref(), Some(info.expected), "{}", info.name);
+        assert_eq!(
+            finished.outcome.fired(),
+            Some(info.expected),
+            "{}",
+            info.name
+        );
     }
 }
 

@@ -167,7 +167,7 @@ impl Summary {
         let safety = self
             .failures
             .iter()
-            .any(|failure| failure.invariant != "converges");
+            .any(|failure| failure.invariant != crate::simulate::CONVERGES);
         if !self.nondeterministic.is_empty() || safety {
             EXIT_VIOLATION
         } else if !self.failures.is_empty() {
