@@ -114,8 +114,11 @@ pub fn reproduce_command(scenario: &Scenario) -> String {
 }
 
 fn open_output(path: &Path) -> Result<std::fs::File, InputError> {
-    std::fs::File::create(path)
-        .map_err(|error| InputError::new(format!("cannot write: {error}")).in_file(path))
+    std::fs::File::create(path).map_err(|error| cannot_write(path, &error))
+}
+
+fn cannot_write(path: &Path, error: &std::io::Error) -> InputError {
+    InputError::new(format!("cannot write: {error}")).in_file(path)
 }
 
 /// `sim run`.
@@ -186,10 +189,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         && let Err(error) = std::fs::write(path, text)
     {
         crate::output::remove_partial(path);
-        crate::errln!(
-            "{}",
-            InputError::new(format!("cannot write: {error}")).in_file(path)
-        );
+        crate::errln!("{}", cannot_write(path, &error));
         return EXIT_INPUT;
     }
     let name = match &scenario.path {
