@@ -509,8 +509,12 @@ pub struct Db {
     /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
     /// every create, cancel, read and expiry, and keys share long prefixes.
     idempotency: BTreeMap<KeyOf, Box<IdempotencyRecord>>,
-    /// Dense by outbox id; `None` once its task was compacted.
-    outbox: Vec<Option<Box<OutboxRow>>>,
+    /// By outbox id; a row leaves when its task is compacted. Boxed: a
+    /// row lives as long as its task, and one long-lived row keeps the
+    /// window wide.
+    outbox: IdTable<OutboxId, Box<OutboxRow>>,
+    /// Outbox rows ever written: the last id given out.
+    outbox_written: u32,
     /// Unpublished rows by the time they may next be claimed.
     pub unpublished: SortedDeque<(u64, OutboxId)>,
     /// By message id; rows leave when their task is compacted.
@@ -589,24 +593,21 @@ impl Db {
     }
 
     pub fn outbox_row_mut(&mut self, id: OutboxId) -> &mut OutboxRow {
-        self.outbox[id.slot()]
-            .as_deref_mut()
-            .expect("a live outbox row")
+        self.outbox.get_mut(id).expect("a live outbox row")
     }
 
     pub fn find_outbox(&self, id: OutboxId) -> Option<&OutboxRow> {
-        let slot = (id.0 as usize).checked_sub(1)?;
-        self.outbox.get(slot)?.as_deref()
+        self.outbox.get(id).map(|row| &**row)
     }
 
     /// Every row not compacted away, by id.
     pub fn outbox_rows(&self) -> impl Iterator<Item = &OutboxRow> {
-        self.outbox.iter().filter_map(|row| row.as_deref())
+        self.outbox.values().map(|row| &**row)
     }
 
     /// Frees a compacted task's row.
     pub fn drop_outbox_row(&mut self, id: OutboxId) {
-        if let Some(row) = self.outbox[id.slot()].take()
+        if let Some(row) = self.outbox.remove(id)
             && let Some(claimable) = row.claimable_ms
         {
             self.unpublished.remove(&(claimable, id));
@@ -618,7 +619,7 @@ impl Db {
     }
 
     pub fn next_outbox_id(&self) -> OutboxId {
-        OutboxId(self.outbox.len() as u32 + 1)
+        OutboxId(self.outbox_written + 1)
     }
 
     /// Inserts an outbox row and indexes it for the publishers.
@@ -627,15 +628,14 @@ impl Db {
         row.claimable_ms = Some(row.ready_ms);
         self.unpublished.insert((row.ready_ms, row.id));
         self.tasks[row.task.slot()].outbox_rows.push(row.id);
-        self.outbox.push(Some(Box::new(row)));
+        self.outbox_written += 1;
+        self.outbox.insert(row.id, Box::new(row));
     }
 
     /// Moves an unpublished row to a new claimable time, or out of the
     /// index once published.
     pub fn reindex_outbox(&mut self, id: OutboxId, claimable: Option<u64>) {
-        let row = self.outbox[id.slot()]
-            .as_deref_mut()
-            .expect("a live outbox row");
+        let row = self.outbox.get_mut(id).expect("a live outbox row");
         if let Some(old) = row.claimable_ms {
             self.unpublished.remove(&(old, id));
         }
