@@ -8,7 +8,7 @@ pub mod write;
 use crate::config::Config;
 use crate::faults::ScriptedFault;
 use crate::mutants::Mutant;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::task::{TaskEvent, Text};
 use crate::world::db::Input;
@@ -57,7 +57,7 @@ pub enum RequestKind {
     /// request is cloned into the log and sent again on every retry.
     Create {
         key: Text,
-        input: Arc<Input>,
+        input: Rc<Input>,
     },
     Cancel {
         target: Target,

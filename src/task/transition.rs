@@ -3,12 +3,12 @@
 //! the same answer everywhere, so scenarios, fuzz, replay and the
 //! `sim transition` tool all share this one function.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 /// Shared immutable text. Task ids, worker ids and hashes are created once and
 /// shared by the state row, the events, snapshots and read models, so a state
 /// clone costs reference-count bumps, not allocations.
-pub type Text = Arc<str>;
+pub type Text = Rc<str>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Status {

@@ -3,7 +3,7 @@
 //! transaction: look the key up, then for a new key decrement the quota
 //! conditionally and insert the record, the task and its outbox row.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::faults::{FaultKind, Site};
 use crate::hash::Sha;
@@ -255,7 +255,7 @@ impl World {
         &mut self,
         intent: Option<IntentId>,
         key: &Text,
-        input: &Arc<Input>,
+        input: &Rc<Input>,
         fingerprint: Sha,
     ) -> Option<ApiPhase> {
         self.rec.hash = Some(fingerprint);
@@ -354,7 +354,7 @@ impl World {
 
     /// A new key: conditional quota decrement, then record + task + outbox
     /// row, or a recorded refusal.
-    fn insert_new(&mut self, key: &Text, input: &Arc<Input>, fingerprint: Sha) -> Answer {
+    fn insert_new(&mut self, key: &Text, input: &Rc<Input>, fingerprint: Sha) -> Answer {
         if self.db.quota_remaining == 0 {
             let answer = Answer::Refused("QUOTA_EXCEEDED");
             self.insert_record(key, fingerprint, RecordState::FailedFinal, answer);
@@ -405,7 +405,7 @@ impl World {
     pub(super) fn insert_task(
         &mut self,
         key: &Text,
-        input: &Arc<Input>,
+        input: &Rc<Input>,
         fingerprint: Sha,
         replay_of: Option<DeadLetterId>,
         write_outbox: bool,
@@ -488,7 +488,7 @@ impl World {
         &mut self,
         intent: Option<IntentId>,
         key: &Text,
-        input: &Arc<Input>,
+        input: &Rc<Input>,
         fingerprint: Sha,
     ) -> Option<ApiPhase> {
         if self.commit_fault() == Some(false) {
@@ -514,7 +514,7 @@ impl World {
         &mut self,
         intent: Option<IntentId>,
         key: &Text,
-        input: &Arc<Input>,
+        input: &Rc<Input>,
         fingerprint: Sha,
         remaining: u64,
     ) -> Option<ApiPhase> {
@@ -557,7 +557,7 @@ impl World {
 
     /// `publish-*-commit`: the API hands the message to the broker itself,
     /// under an id no outbox row has.
-    fn publish_direct(&mut self, task: TaskId, input: &Arc<Input>) {
+    fn publish_direct(&mut self, task: TaskId, input: &Rc<Input>) {
         let payload = Payload::Work {
             kind: WorkKind::TaskCreated,
             task,

@@ -3,7 +3,7 @@
 //! timeout (a lost response looks the same). A client keeps the highest
 //! version of a task it has seen.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::hash::Sha;
 use crate::mutants::Mutant;
@@ -21,7 +21,7 @@ use super::{Wake, World};
 pub enum ClientOp {
     Create {
         key: Text,
-        input: Arc<Input>,
+        input: Rc<Input>,
         fingerprint: Sha,
     },
     Cancel {

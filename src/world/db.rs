@@ -5,7 +5,7 @@
 //! all. Unique constraints are enforced by the table layout (one row per key).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
@@ -35,7 +35,7 @@ pub struct Input {
 
 impl Input {
     /// An input document and what the pipeline derives from it.
-    pub fn of(value: &serde_json::Value) -> Arc<Input> {
+    pub fn of(value: &serde_json::Value) -> Rc<Input> {
         let handler_needed = if value.get("format").and_then(|f| f.as_str()) == Some("legacy-rtf") {
             2
         } else {
@@ -47,9 +47,9 @@ impl Input {
 
     /// An input whose canonical JSON the caller already wrote (the fuzz
     /// workload, which knows its documents' shape).
-    pub fn canonical(canonical: String, valid: bool, handler_needed: u64) -> Arc<Input> {
+    pub fn canonical(canonical: String, valid: bool, handler_needed: u64) -> Rc<Input> {
         let sha256 = crate::hash::sha256(canonical.as_bytes());
-        Arc::new(Input {
+        Rc::new(Input {
             canonical,
             valid,
             sha256,
@@ -134,7 +134,7 @@ pub enum Payload {
     },
     /// Shared: the outbox row, broker entries, deliveries and dead letters
     /// carry the same event, so a copy of a payload is a reference count.
-    Event(Arc<TaskEvent>),
+    Event(Rc<TaskEvent>),
 }
 
 impl Payload {
@@ -375,7 +375,7 @@ pub struct Lease {
 #[derive(Clone, Debug)]
 pub struct StoredEvent {
     /// Shared with the event's outbox row (and deliveries of it).
-    pub event: Arc<TaskEvent>,
+    pub event: Rc<TaskEvent>,
     pub payload_sha256: Sha,
     pub evidence: Evidence,
     pub appended_ms: u64,
@@ -418,7 +418,7 @@ pub struct TaskRow {
     pub state: TaskState,
     pub key: Text,
     pub fingerprint: Sha,
-    pub input: Arc<Input>,
+    pub input: Rc<Input>,
     /// The input's hash, kept after compaction drops the input.
     pub input_sha256: Sha,
     pub replay_of: Option<DeadLetterId>,

@@ -4,7 +4,7 @@
 //! appends the event and the new state row, writes the event's outbox row
 //! and a snapshot when one is due, all inside the caller's transaction.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::faults::{FaultKind, Site};
 use crate::hash::{Sha, hex_text};
@@ -324,8 +324,8 @@ impl World {
             self.sometimes("completion-won-cancellation-race");
         }
         let sequence = event.sequence;
-        let event = Arc::new(event);
-        self.insert_event_row(task, Arc::clone(&event), payload_sha256);
+        let event = Rc::new(event);
+        self.insert_event_row(task, Rc::clone(&event), payload_sha256);
         let row = self.db.task_mut(task);
         row.events.push(StoredEvent {
             event,
@@ -361,7 +361,7 @@ impl World {
     pub(super) fn insert_event_row(
         &mut self,
         task: TaskId,
-        event: Arc<TaskEvent>,
+        event: Rc<TaskEvent>,
         payload_sha256: Sha,
     ) -> OutboxId {
         let id = self.db.next_outbox_id();

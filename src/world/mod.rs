@@ -33,7 +33,7 @@ pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::config::Config;
 use crate::faults::{FaultKind, FaultRates, Injector, Site};
@@ -285,7 +285,7 @@ pub struct World {
     next_delivery: u64,
     worker_names: Vec<Text>,
     /// What a compacted task's row points at instead of its input.
-    pub compacted_input: Arc<Input>,
+    pub compacted_input: Rc<Input>,
     broker_poke_at: QueuedAt,
     next_worker: usize,
 }

@@ -7,7 +7,7 @@
 //! snapshot, later events and the state row. It owns cache invalidation.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::rc::Rc;
 
 use crate::faults::{FaultKind, Site};
 use crate::hash::Sha;
@@ -394,13 +394,13 @@ impl World {
             .models
             .get(&task)
             .map_or(0, |model| model.state.version);
-        let missing: Vec<(Arc<TaskEvent>, Sha)> = self
+        let missing: Vec<(Rc<TaskEvent>, Sha)> = self
             .db
             .task(task)
             .events
             .iter()
             .filter(|stored| stored.event.sequence > version && stored.event.sequence <= through)
-            .map(|stored| (Arc::clone(&stored.event), stored.payload_sha256))
+            .map(|stored| (Rc::clone(&stored.event), stored.payload_sha256))
             .collect();
         self.rec.outcome = "refetched";
         for (event, sha) in missing {
@@ -503,9 +503,9 @@ impl World {
 }
 
 /// The delivered event, shared (a reference count, not a copy of its text).
-fn event_of(delivery: &Delivery) -> Arc<TaskEvent> {
+fn event_of(delivery: &Delivery) -> Rc<TaskEvent> {
     match &delivery.payload {
-        Payload::Event(event) => Arc::clone(event),
+        Payload::Event(event) => Rc::clone(event),
         Payload::Work { .. } => unreachable!("the projector only consumes task-events"),
     }
 }
