@@ -2,7 +2,7 @@
 //! canonical bytes, a ring of the last records for reports, and the JSON
 //! lines written when `--trace FILE` asks for the whole trace.
 //!
-//! The canonical bytes are a fixed little-endian binary layout (see
+//! The canonical bytes are a compact binary layout of varints (see
 //! `Record::encode`), not the JSON or the story: the hash must not change when
 //! a message is reworded, and binary keeps the hot path cheap.
 
@@ -45,12 +45,19 @@ impl Record {
         Action::new(self.actor.kind, self.verb)
     }
 
-    /// Writes the canonical bytes of this record to `out`.
+    /// Writes the canonical bytes of this record to `out`: integers as
+    /// LEB128 varints (ids, times and steps are small, so most take one to
+    /// three bytes), then one byte saying which optional fields follow.
+    /// Every field is there, and each field's length is known from its
+    /// own bytes (varints end themselves; the outcome has its length, the
+    /// optional fields their bit), so a sequence of records reads back one
+    /// way only and needs no length prefix: two traces that differ anywhere
+    /// hash differently.
     pub fn encode(&self, out: &mut Encoded) {
-        out.put_array(self.step.to_le_bytes());
-        out.put_array(self.time_ms.to_le_bytes());
+        out.put_varint(self.step);
+        out.put_varint(self.time_ms);
         out.put_array([self.actor.kind as u8]);
-        out.put_array(self.actor.index.to_le_bytes());
+        out.put_varint(u64::from(self.actor.index));
         // Outcomes are short words written in sim's own code, never input.
         debug_assert!(
             self.outcome.len() <= usize::from(u8::MAX),
@@ -59,27 +66,23 @@ impl Record {
         );
         out.put_array([self.verb as u8, self.outcome.len() as u8]);
         out.put(self.outcome.as_bytes());
-        out.put_array(self.task.map_or(0, |t| t.0).to_le_bytes());
-        out.put_array(self.message.map_or(0, |m| m.0).to_le_bytes());
-        out.put_array(self.entry.map_or(0, |e| e.0).to_le_bytes());
-        out.put_array(self.attempt.to_le_bytes());
-        match self.version {
-            Some(version) => {
-                out.put_array([1]);
-                out.put_array(version.to_le_bytes());
-            }
-            None => out.put_array([0]),
+        out.put_varint(self.task.map_or(0, |t| u64::from(t.0)));
+        out.put_varint(self.message.map_or(0, |m| u64::from(m.0)));
+        out.put_varint(self.entry.map_or(0, |e| u64::from(e.0)));
+        out.put_varint(u64::from(self.attempt));
+        let present = u8::from(self.version.is_some())
+            | u8::from(self.hash.is_some()) << 1
+            | u8::from(self.fault.is_some()) << 2;
+        out.put_array([present]);
+        if let Some(version) = self.version {
+            // Zigzag: a small negative version is a short varint too.
+            out.put_varint(((version << 1) ^ (version >> 63)) as u64);
         }
-        match &self.hash {
-            Some(hash) => {
-                out.put_array([1]);
-                out.put_array(*hash);
-            }
-            None => out.put_array([0]),
+        if let Some(hash) = &self.hash {
+            out.put_array(*hash);
         }
-        match self.fault {
-            Some((site, kind)) => out.put_array([site as u8, kind as u8]),
-            None => out.put_array([0xff, 0xff]),
+        if let Some((site, kind)) = self.fault {
+            out.put_array([site as u8, kind as u8]);
         }
     }
 
@@ -163,21 +166,20 @@ impl Record {
     }
 }
 
-/// Records' canonical bytes, each preceded by its length (little-endian
-/// `u32`), gathered in a fixed buffer until a few kilobytes are there: the
-/// hasher then reads whole blocks in place, instead of copying every
-/// record into its block buffer, and encoding does no allocation.
+/// Records' canonical bytes, one after another, gathered in a fixed buffer
+/// until a few kilobytes are there: the hasher then reads whole blocks in
+/// place, instead of copying every record into its block buffer, and
+/// encoding does no allocation.
 pub struct Encoded {
     bytes: Box<[u8; Encoded::CAPACITY]>,
     len: usize,
-    /// Where the record being encoded starts (its length prefix).
-    start: usize,
 }
 
 impl Encoded {
-    /// The length prefix, the fixed fields (81 bytes) and the longest
+    /// The longest encoding of every field (eight varints of at most ten
+    /// bytes, though ids and attempts take five at most, four single bytes, a hash and a fault) and the longest
     /// outcome a one-byte length can announce.
-    const RECORD_MAX: usize = 4 + 81 + u8::MAX as usize;
+    const RECORD_MAX: usize = 8 * 10 + 4 + 32 + 2 + u8::MAX as usize;
     /// Gathered bytes are hashed once fewer than `RECORD_MAX` are free.
     const CAPACITY: usize = 4096;
 
@@ -185,7 +187,6 @@ impl Encoded {
         Encoded {
             bytes: Box::new([0; Encoded::CAPACITY]),
             len: 0,
-            start: 0,
         }
     }
 
@@ -204,6 +205,18 @@ impl Encoded {
         self.len += bytes.len();
     }
 
+    /// An unsigned integer as LEB128: seven bits a byte, low bits first,
+    /// the top bit set on every byte but the last.
+    fn put_varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.bytes[self.len] = value as u8 | 0x80;
+            self.len += 1;
+            value >>= 7;
+        }
+        self.bytes[self.len] = value as u8;
+        self.len += 1;
+    }
+
     /// `put` for a fixed-size field: the copy is a few stores, not a call.
     fn put_array<const N: usize>(&mut self, bytes: [u8; N]) {
         let field: &mut [u8; N] = (&mut self.bytes[self.len..self.len + N])
@@ -215,19 +228,6 @@ impl Encoded {
 
     fn clear(&mut self) {
         self.len = 0;
-    }
-
-    /// Starts a record: room for its length prefix.
-    fn begin(&mut self) {
-        self.start = self.len;
-        self.len += 4;
-    }
-
-    /// Ends a record by writing its length before it: the rolling hash
-    /// reads the prefix too, so record boundaries are part of the hash.
-    fn end(&mut self) {
-        let len = (self.len - self.start - 4) as u32;
-        self.bytes[self.start..self.start + 4].copy_from_slice(&len.to_le_bytes());
     }
 }
 
@@ -267,9 +267,7 @@ impl Trace {
 
     /// Appends `record` (borrowed: the ring keeps the one copy made).
     pub fn push(&mut self, record: &Record) -> std::io::Result<()> {
-        self.buffer.begin();
         record.encode(&mut self.buffer);
-        self.buffer.end();
         if self.buffer.full() {
             self.hasher.update(self.buffer.gathered());
             self.buffer.clear();
@@ -345,5 +343,147 @@ impl std::io::Write for TraceFile {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush().or_else(|error| self.fail(&error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::ids::ActorKind;
+
+    /// The numbers of one record read back from canonical bytes.
+    #[derive(Debug, PartialEq)]
+    struct Fields {
+        numbers: [u64; 8],
+        outcome: Vec<u8>,
+        version: Option<i64>,
+        hash: Option<Sha>,
+        fault: Option<[u8; 2]>,
+    }
+
+    fn varint(bytes: &[u8], at: &mut usize) -> u64 {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = bytes[*at];
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte < 0x80 {
+                break;
+            }
+        }
+        value
+    }
+
+    /// Reads records back, each from where the last one ended: what makes
+    /// the layout need no length prefix.
+    fn decode(bytes: &[u8]) -> Vec<Fields> {
+        let mut at = 0;
+        let mut records = Vec::new();
+        while at < bytes.len() {
+            let step = varint(bytes, &mut at);
+            let time = varint(bytes, &mut at);
+            let kind = u64::from(bytes[at]);
+            at += 1;
+            let index = varint(bytes, &mut at);
+            let verb = u64::from(bytes[at]);
+            let outcome_len = usize::from(bytes[at + 1]);
+            at += 2;
+            let outcome = bytes[at..at + outcome_len].to_vec();
+            at += outcome_len;
+            let task = varint(bytes, &mut at);
+            let message = varint(bytes, &mut at);
+            let entry = varint(bytes, &mut at);
+            let attempt = varint(bytes, &mut at);
+            let present = bytes[at];
+            at += 1;
+            let version = (present & 1 != 0).then(|| {
+                let zigzag = varint(bytes, &mut at);
+                (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64)
+            });
+            let hash = (present & 2 != 0).then(|| {
+                let hash: Sha = bytes[at..at + 32].try_into().expect("32 bytes");
+                at += 32;
+                hash
+            });
+            let fault = (present & 4 != 0).then(|| {
+                at += 2;
+                [bytes[at - 2], bytes[at - 1]]
+            });
+            records.push(Fields {
+                numbers: [step, time, kind, index, verb, task, message, entry],
+                outcome,
+                version,
+                hash,
+                fault,
+            });
+            assert_eq!(attempt, records.len() as u64 % 3);
+        }
+        records
+    }
+
+    #[test]
+    fn records_read_back_from_their_canonical_bytes() {
+        let wide = [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ];
+        let mut encoded = Encoded::new();
+        let mut expected = Vec::new();
+        for n in 0..40usize {
+            let number = |salt: usize| wide[(n + salt) % wide.len()];
+            let record = Record {
+                step: number(0),
+                time_ms: number(1),
+                actor: ActorId {
+                    kind: ActorKind::Worker,
+                    index: number(2) as u16,
+                },
+                verb: Verb::ALL[n % Verb::ALL.len()],
+                outcome: ["ok", "", "timeout"][n % 3],
+                task: (n % 2 == 0).then(|| TaskId(number(3) as u32)),
+                message: (n % 3 == 0).then(|| OutboxId(number(4) as u32)),
+                entry: (n % 5 == 0).then(|| EntryId(number(5) as u32)),
+                attempt: (n as u32 + 1) % 3,
+                version: (n % 4 != 0).then(|| [-1, 0, 1, i64::MAX, i64::MIN][n % 5]),
+                hash: (n % 3 != 1).then_some([n as u8; 32]),
+                fault: (n % 7 == 0).then_some((Site::DbCommit, FaultKind::Lost)),
+            };
+            record.encode(&mut encoded);
+            expected.push(Fields {
+                numbers: [
+                    record.step,
+                    record.time_ms,
+                    record.actor.kind as u64,
+                    u64::from(record.actor.index),
+                    record.verb as u64,
+                    record.task.map_or(0, |t| u64::from(t.0)),
+                    record.message.map_or(0, |m| u64::from(m.0)),
+                    record.entry.map_or(0, |e| u64::from(e.0)),
+                ],
+                outcome: record.outcome.as_bytes().to_vec(),
+                version: record.version,
+                hash: record.hash,
+                fault: record.fault.map(|(site, kind)| [site as u8, kind as u8]),
+            });
+        }
+        assert_eq!(decode(encoded.gathered()), expected);
+    }
+
+    #[test]
+    fn varints_take_seven_bits_a_byte() {
+        let mut encoded = Encoded::new();
+        for value in [0, 127, 128, 300, u64::MAX] {
+            encoded.put_varint(value);
+        }
+        let mut expected = vec![0x00, 0x7f, 0x80, 0x01, 0xac, 0x02];
+        expected.extend([0xff; 9]);
+        expected.push(0x01);
+        assert_eq!(encoded.gathered(), expected.as_slice());
     }
 }
