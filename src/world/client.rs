@@ -210,7 +210,7 @@ impl World {
         }
         let client = outgoing.client;
         if let Response::Status(Some((task, _, version))) = &response {
-            let seen = self.highest_seen.entry((client, *task)).or_insert(*version);
+            let seen = self.highest_seen.entry((*task, client)).or_insert(*version);
             if *version < *seen {
                 // An older view than one already read: the reader keeps the
                 // newer one.

@@ -244,8 +244,9 @@ pub struct World {
     pub outgoing: IdTable<RequestId, Outgoing>,
     next_request: u32,
     /// The highest version of each task each client has read: a reader
-    /// keeps the newer view (lesson 000 §13.6).
-    pub highest_seen: BTreeMap<(u16, TaskId), i64>,
+    /// keeps the newer view (lesson 000 §13.6). Filed by task first, so
+    /// that compacting a task finds its readers in one range.
+    pub highest_seen: BTreeMap<(TaskId, u16), i64>,
     pub calls: IdTable<CallId, Call>,
     /// Calls in flight that name a task by id (not by key): rare, and the
     /// only calls compaction must wait for.

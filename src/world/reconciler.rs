@@ -398,8 +398,9 @@ impl World {
         self.cache.entries.remove(&task);
         self.projector.models.remove(&task);
         self.store.archive_task(task);
-        for client in 0..self.clients.len() as u16 {
-            self.highest_seen.remove(&(client, task));
+        while let Some((&reader, _)) = self.highest_seen.range((task, 0)..=(task, u16::MAX)).next()
+        {
+            self.highest_seen.remove(&reader);
         }
         self.checker.forget_history(task);
     }
