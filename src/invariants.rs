@@ -152,10 +152,33 @@ enum Mirror {
     Compacted { status: Status, version: i64 },
 }
 
+/// What the checker knows of a key while its record lives: the first task
+/// created under it and the first other one, if any. Two are enough: the
+/// check asks for a task other than the one the record names, and the
+/// first such task in creation order is always one of these two.
 #[derive(Debug, Default)]
 struct KeyLife {
-    tasks: Vec<TaskId>,
+    first: Option<TaskId>,
+    second: Option<TaskId>,
     recorded: bool,
+}
+
+impl KeyLife {
+    fn created(&mut self, task: TaskId) {
+        match self.first {
+            None => self.first = Some(task),
+            Some(first) if first != task && self.second.is_none() => self.second = Some(task),
+            Some(_) => {}
+        }
+    }
+
+    /// The first task created under the key that is not `named`.
+    fn other_than(&self, named: Option<TaskId>) -> Option<TaskId> {
+        [self.first, self.second]
+            .into_iter()
+            .flatten()
+            .find(|task| Some(*task) != named)
+    }
 }
 
 /// How the worker found a delivery when it registered it.
@@ -655,7 +678,7 @@ impl World {
         let replay = row.replay_of.is_some();
         self.checker.mirror(&self.db, task);
         let key = KeyOf::new(&row.key);
-        self.checker.keys.entry(key).or_default().tasks.push(task);
+        self.checker.keys.entry(key).or_default().created(task);
         if !replay {
             self.checker.accepted_creates += 1;
             if self.checker.accepted_creates > self.db.quota_total {
@@ -768,7 +791,7 @@ impl World {
         };
         let life = self.checker.keys.entry(KeyOf::new(key)).or_default();
         life.recorded = true;
-        let other = life.tasks.iter().copied().find(|task| Some(*task) != named);
+        let other = life.other_than(named);
         if let Some(other) = other {
             return Err(Fired {
                 invariant: "one-task-per-key",
@@ -1160,5 +1183,32 @@ fn describe(answer: Answer) -> String {
     match answer {
         Answer::Accepted(task) => task.to_string(),
         Answer::Refused(code) => code.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two tasks answer what the whole creation list would: the first task
+    /// created under a key that is not the named one.
+    #[test]
+    fn a_key_life_names_the_first_other_task_as_the_full_list_would() {
+        let ids = [1, 2, 3];
+        for length in 0..5u32 {
+            for code in 0..3u32.pow(length) {
+                let created: Vec<TaskId> = (0..length)
+                    .map(|i| TaskId(ids[(code / 3u32.pow(i) % 3) as usize]))
+                    .collect();
+                let mut life = KeyLife::default();
+                for task in &created {
+                    life.created(*task);
+                }
+                for named in [None, Some(TaskId(1)), Some(TaskId(2)), Some(TaskId(3))] {
+                    let expected = created.iter().copied().find(|task| Some(*task) != named);
+                    assert_eq!(life.other_than(named), expected, "{created:?} {named:?}");
+                }
+            }
+        }
     }
 }
