@@ -1261,6 +1261,16 @@ fn emit_option_str<S: Sink>(out: &mut S, text: Option<&str>) {
 fn emit_str<S: Sink>(out: &mut S, text: &str) {
     out.put("\"");
     let bytes = text.as_bytes();
+    // Ids, hashes and codes need no escape: one pass that the compiler
+    // can run several bytes at a time, then the text in one piece.
+    if bytes
+        .iter()
+        .all(|&byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
+    {
+        out.put(text);
+        out.put("\"");
+        return;
+    }
     let mut run_start = 0;
     for (index, &byte) in bytes.iter().enumerate() {
         let mut control = [b'\\', b'u', b'0', b'0', 0, 0];
