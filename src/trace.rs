@@ -47,33 +47,40 @@ impl Record {
 
     /// Writes the canonical bytes of this record to `out`: integers as
     /// LEB128 varints (ids, times and steps are small, so most take one to
-    /// three bytes), then one byte saying which optional fields follow.
-    /// Every field is there, and each field's length is known from its
-    /// own bytes (varints end themselves; the outcome has its length, the
-    /// optional fields their bit), so a sequence of records reads back one
-    /// way only and needs no length prefix: two traces that differ anywhere
-    /// hash differently.
+    /// three bytes), and one byte saying which optional fields follow.
+    /// Each field's length is known from its own bytes (varints end
+    /// themselves, the outcome has its length, an optional field its bit),
+    /// so a sequence of records reads back one way only and needs no
+    /// length prefix: two traces that differ in any field, an absent id
+    /// and id 0 included, hash differently.
     pub fn encode(&self, out: &mut Encoded) {
         out.put_varint(self.step);
         out.put_varint(self.time_ms);
         out.put_array([self.actor.kind as u8]);
         out.put_varint(u64::from(self.actor.index));
-        // Outcomes are short words written in sim's own code, never input.
-        debug_assert!(
-            self.outcome.len() <= usize::from(u8::MAX),
-            "{}",
-            self.outcome
-        );
-        out.put_array([self.verb as u8, self.outcome.len() as u8]);
+        // Outcomes are short words written in sim's own code, never input;
+        // a longer one would make the length byte lie, so it is a bug.
+        let outcome_len = u8::try_from(self.outcome.len()).expect("outcomes are short words");
+        out.put_array([self.verb as u8, outcome_len]);
         out.put(self.outcome.as_bytes());
-        out.put_varint(self.task.map_or(0, |t| u64::from(t.0)));
-        out.put_varint(self.message.map_or(0, |m| u64::from(m.0)));
-        out.put_varint(self.entry.map_or(0, |e| u64::from(e.0)));
         out.put_varint(u64::from(self.attempt));
-        let present = u8::from(self.version.is_some())
-            | u8::from(self.hash.is_some()) << 1
-            | u8::from(self.fault.is_some()) << 2;
+        let present = u8::from(self.task.is_some())
+            | u8::from(self.message.is_some()) << 1
+            | u8::from(self.entry.is_some()) << 2
+            | u8::from(self.version.is_some()) << 3
+            | u8::from(self.hash.is_some()) << 4
+            | u8::from(self.fault.is_some()) << 5;
         out.put_array([present]);
+        for id in [
+            self.task.map(|t| t.0),
+            self.message.map(|m| m.0),
+            self.entry.map(|e| e.0),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            out.put_varint(u64::from(id));
+        }
         if let Some(version) = self.version {
             // Zigzag: a small negative version is a short varint too.
             out.put_varint(((version << 1) ^ (version >> 63)) as u64);
@@ -176,9 +183,10 @@ pub struct Encoded {
 }
 
 impl Encoded {
-    /// The longest encoding of every field (eight varints of at most ten
-    /// bytes, though ids and attempts take five at most, four single bytes, a hash and a fault) and the longest
-    /// outcome a one-byte length can announce.
+    /// The longest record: eight varints of at most ten bytes each (step,
+    /// time, actor index, attempt, three ids, version), four single bytes
+    /// (actor kind, verb, outcome length, presence), a hash, a fault and the
+    /// longest outcome a one-byte length can announce.
     const RECORD_MAX: usize = 8 * 10 + 4 + 32 + 2 + u8::MAX as usize;
     /// Gathered bytes are hashed once fewer than `RECORD_MAX` are free.
     const CAPACITY: usize = 4096;
@@ -351,14 +359,41 @@ mod tests {
     use super::*;
     use crate::world::ids::ActorKind;
 
-    /// The numbers of one record read back from canonical bytes.
+    /// One record's fields read back from canonical bytes.
     #[derive(Debug, PartialEq)]
     struct Fields {
-        numbers: [u64; 8],
+        /// Step, time, actor kind, actor index, verb, attempt.
+        numbers: [u64; 6],
         outcome: Vec<u8>,
+        /// Task, message and entry ids.
+        ids: [Option<u64>; 3],
         version: Option<i64>,
         hash: Option<Sha>,
         fault: Option<[u8; 2]>,
+    }
+
+    impl Fields {
+        fn of(record: &Record) -> Fields {
+            Fields {
+                numbers: [
+                    record.step,
+                    record.time_ms,
+                    record.actor.kind as u64,
+                    u64::from(record.actor.index),
+                    record.verb as u64,
+                    u64::from(record.attempt),
+                ],
+                outcome: record.outcome.as_bytes().to_vec(),
+                ids: [
+                    record.task.map(|t| u64::from(t.0)),
+                    record.message.map(|m| u64::from(m.0)),
+                    record.entry.map(|e| u64::from(e.0)),
+                ],
+                version: record.version,
+                hash: record.hash,
+                fault: record.fault.map(|(site, kind)| [site as u8, kind as u8]),
+            }
+        }
     }
 
     fn varint(bytes: &[u8], at: &mut usize) -> u64 {
@@ -374,6 +409,11 @@ mod tests {
         value
     }
 
+    fn byte(bytes: &[u8], at: &mut usize) -> u8 {
+        *at += 1;
+        bytes[*at - 1]
+    }
+
     /// Reads records back, each from where the last one ended: what makes
     /// the layout need no length prefix.
     fn decode(bytes: &[u8]) -> Vec<Fields> {
@@ -382,41 +422,38 @@ mod tests {
         while at < bytes.len() {
             let step = varint(bytes, &mut at);
             let time = varint(bytes, &mut at);
-            let kind = u64::from(bytes[at]);
-            at += 1;
+            let kind = u64::from(byte(bytes, &mut at));
             let index = varint(bytes, &mut at);
-            let verb = u64::from(bytes[at]);
-            let outcome_len = usize::from(bytes[at + 1]);
-            at += 2;
+            let verb = u64::from(byte(bytes, &mut at));
+            let outcome_len = usize::from(byte(bytes, &mut at));
             let outcome = bytes[at..at + outcome_len].to_vec();
             at += outcome_len;
-            let task = varint(bytes, &mut at);
-            let message = varint(bytes, &mut at);
-            let entry = varint(bytes, &mut at);
             let attempt = varint(bytes, &mut at);
-            let present = bytes[at];
-            at += 1;
-            let version = (present & 1 != 0).then(|| {
+            let present = byte(bytes, &mut at);
+            let mut ids = [None; 3];
+            for (bit, id) in ids.iter_mut().enumerate() {
+                if present & (1 << bit) != 0 {
+                    *id = Some(varint(bytes, &mut at));
+                }
+            }
+            let version = (present & 8 != 0).then(|| {
                 let zigzag = varint(bytes, &mut at);
                 (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64)
             });
-            let hash = (present & 2 != 0).then(|| {
+            let hash = (present & 16 != 0).then(|| {
                 let hash: Sha = bytes[at..at + 32].try_into().expect("32 bytes");
                 at += 32;
                 hash
             });
-            let fault = (present & 4 != 0).then(|| {
-                at += 2;
-                [bytes[at - 2], bytes[at - 1]]
-            });
+            let fault = (present & 32 != 0).then(|| [byte(bytes, &mut at), byte(bytes, &mut at)]);
             records.push(Fields {
-                numbers: [step, time, kind, index, verb, task, message, entry],
+                numbers: [step, time, kind, index, verb, attempt],
                 outcome,
+                ids,
                 version,
                 hash,
                 fault,
             });
-            assert_eq!(attempt, records.len() as u64 % 3);
         }
         records
     }
@@ -435,44 +472,58 @@ mod tests {
         ];
         let mut encoded = Encoded::new();
         let mut expected = Vec::new();
-        for n in 0..40usize {
+        for n in 0..60usize {
             let number = |salt: usize| wide[(n + salt) % wide.len()];
             let record = Record {
                 step: number(0),
                 time_ms: number(1),
                 actor: ActorId {
-                    kind: ActorKind::Worker,
+                    kind: ActorKind::ALL[n % ActorKind::ALL.len()],
                     index: number(2) as u16,
                 },
                 verb: Verb::ALL[n % Verb::ALL.len()],
                 outcome: ["ok", "", "timeout"][n % 3],
+                // Absent and id 0 both come up, and must differ.
                 task: (n % 2 == 0).then(|| TaskId(number(3) as u32)),
                 message: (n % 3 == 0).then(|| OutboxId(number(4) as u32)),
-                entry: (n % 5 == 0).then(|| EntryId(number(5) as u32)),
-                attempt: (n as u32 + 1) % 3,
+                entry: (n % 5 != 0).then(|| EntryId(number(5) as u32)),
+                attempt: number(6) as u32,
                 version: (n % 4 != 0).then(|| [-1, 0, 1, i64::MAX, i64::MIN][n % 5]),
                 hash: (n % 3 != 1).then_some([n as u8; 32]),
-                fault: (n % 7 == 0).then_some((Site::DbCommit, FaultKind::Lost)),
+                fault: (n % 7 == 0).then(|| (Site::ALL[n % Site::ALL.len()], FaultKind::Tamper)),
             };
             record.encode(&mut encoded);
-            expected.push(Fields {
-                numbers: [
-                    record.step,
-                    record.time_ms,
-                    record.actor.kind as u64,
-                    u64::from(record.actor.index),
-                    record.verb as u64,
-                    record.task.map_or(0, |t| u64::from(t.0)),
-                    record.message.map_or(0, |m| u64::from(m.0)),
-                    record.entry.map_or(0, |e| u64::from(e.0)),
-                ],
-                outcome: record.outcome.as_bytes().to_vec(),
-                version: record.version,
-                hash: record.hash,
-                fault: record.fault.map(|(site, kind)| [site as u8, kind as u8]),
-            });
+            expected.push(Fields::of(&record));
         }
         assert_eq!(decode(encoded.gathered()), expected);
+    }
+
+    /// `RECORD_MAX` bounds the longest record there can be, which is what
+    /// keeps every write inside the buffer.
+    #[test]
+    fn the_longest_record_fits_in_record_max() {
+        let outcome: &'static str = Box::leak("x".repeat(usize::from(u8::MAX)).into_boxed_str());
+        let record = Record {
+            step: u64::MAX,
+            time_ms: u64::MAX,
+            actor: ActorId {
+                kind: ActorKind::Reconciler,
+                index: u16::MAX,
+            },
+            verb: Verb::ALL[Verb::ALL.len() - 1],
+            outcome,
+            task: Some(TaskId(u32::MAX)),
+            message: Some(OutboxId(u32::MAX)),
+            entry: Some(EntryId(u32::MAX)),
+            attempt: u32::MAX,
+            version: Some(i64::MIN),
+            hash: Some([0xff; 32]),
+            fault: Some((Site::ALL[0], FaultKind::Crash)),
+        };
+        let mut encoded = Encoded::new();
+        record.encode(&mut encoded);
+        assert!(encoded.gathered().len() <= Encoded::RECORD_MAX);
+        assert_eq!(decode(encoded.gathered()), vec![Fields::of(&record)]);
     }
 
     #[test]
