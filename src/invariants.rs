@@ -159,7 +159,7 @@ enum Mirror {
 #[derive(Debug, Default)]
 struct KeyLife {
     first: Option<TaskId>,
-    second: Option<TaskId>,
+    first_other: Option<TaskId>,
     recorded: bool,
 }
 
@@ -167,14 +167,16 @@ impl KeyLife {
     fn created(&mut self, task: TaskId) {
         match self.first {
             None => self.first = Some(task),
-            Some(first) if first != task && self.second.is_none() => self.second = Some(task),
+            Some(first) if first != task && self.first_other.is_none() => {
+                self.first_other = Some(task);
+            }
             Some(_) => {}
         }
     }
 
     /// The first task created under the key that is not `named`.
     fn other_than(&self, named: Option<TaskId>) -> Option<TaskId> {
-        [self.first, self.second]
+        [self.first, self.first_other]
             .into_iter()
             .flatten()
             .find(|task| Some(*task) != named)

@@ -748,8 +748,9 @@ impl Gen {
             out.push_str(PIECES[self.below(PIECES.len())]);
         }
         if self.chance(5) {
-            // Longer than the hash sink's buffer.
-            out.push_str(&"ab\"c".repeat(80));
+            // Longer than the hash sink's buffer, with escapes and without.
+            let long = if self.chance(50) { "ab\"c" } else { "abcd" };
+            out.push_str(&long.repeat(80));
         }
         Text::from(out)
     }

@@ -1261,8 +1261,8 @@ fn emit_option_str<S: Sink>(out: &mut S, text: Option<&str>) {
 fn emit_str<S: Sink>(out: &mut S, text: &str) {
     out.put("\"");
     let bytes = text.as_bytes();
-    // Ids, hashes and codes need no escape: one pass that the compiler
-    // can run several bytes at a time, then the text in one piece.
+    // Ids, hashes and codes need no escape: one pass to see that, then
+    // the text in one piece instead of a run at a time.
     if bytes
         .iter()
         .all(|&byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
