@@ -411,17 +411,44 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
     }
 }
 
-/// The median over rounds of `a / b`, pairing the two workloads' samples
-/// round by round: both were measured minutes apart at most, under the same
-/// load, so a shared machine's drift cancels out of the ratio.
-fn paired_ratio(a: &[f64], b: &[f64]) -> Option<f64> {
+/// The median over rounds of `a / b`, and its range, pairing the two
+/// workloads' samples round by round: both were measured minutes apart at
+/// most, under the same load, so a shared machine's drift cancels out of
+/// the ratio.
+fn paired_ratio(a: &[f64], b: &[f64]) -> Option<Ratio> {
     let ratios: Vec<f64> = a
         .iter()
         .zip(b)
         .filter(|(_, b)| **b > 0.0)
         .map(|(a, b)| a / b)
         .collect();
-    (!ratios.is_empty()).then(|| median(ratios))
+    let min = ratios.iter().copied().reduce(f64::min)?;
+    let max = ratios.iter().copied().reduce(f64::max)?;
+    Some(Ratio {
+        median: median(ratios),
+        min,
+        max,
+    })
+}
+
+/// A ratio's median over the rounds, and its lowest and highest round: on
+/// a machine whose speed drifts, the range says how far one round's ratio
+/// can be trusted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Ratio {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Ratio {
+    /// `1.50x (target <= 1.2x; rounds 1.10-1.90)`.
+    fn against(&self, target: &str) -> String {
+        format!(
+            "{:.2}x (target {target}; rounds {:.2}-{:.2})",
+            self.median, self.min, self.max
+        )
+    }
 }
 
 #[derive(clap::Args, Clone, Debug)]
@@ -554,7 +581,7 @@ pub fn report(all: &[Figures]) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "medians of {} rounds; ratios are medians of per-round ratios",
+        "medians of {} rounds; ratios are medians of per-round ratios, with their lowest and highest round",
         all.first().map_or(0, |f| f.repeats)
     );
     let by = |prefix: &str| all.iter().find(|f| f.name == prefix);
@@ -570,8 +597,10 @@ pub fn report(all: &[Figures]) -> String {
         if let Some(r) = paired_ratio(&large.ns_per_step_by_round, &small.ns_per_step_by_round) {
             let _ = writeln!(
                 out,
-                "cost per step {} / {}: {r:.2}x (target <= 1.2x)",
-                large.name, small.name
+                "cost per step {} / {}: {}",
+                large.name,
+                small.name,
+                r.against("<= 1.2x")
             );
         }
         let _ = writeln!(
@@ -593,8 +622,9 @@ pub fn report(all: &[Figures]) -> String {
         {
             let _ = writeln!(
                 out,
-                "invariants on / off ({}): {r:.2}x (target <= 1.5x)",
-                on_name
+                "invariants on / off ({}): {}",
+                on_name,
+                r.against("<= 1.5x")
             );
         }
     }
@@ -608,7 +638,8 @@ pub fn report(all: &[Figures]) -> String {
     {
         let _ = writeln!(
             out,
-            "fuzz seeds/s --jobs 2 / --jobs 1: {r:.2}x (target >= 1.8x)"
+            "fuzz seeds/s --jobs 2 / --jobs 1: {}",
+            r.against(">= 1.8x")
         );
     }
     if let Some(t) = all.iter().find(|f| f.name.starts_with("transition")) {
@@ -632,9 +663,23 @@ mod tests {
     fn paired_ratio_cancels_drift() {
         let fast = [100.0, 100.0, 200.0, 200.0, 200.0];
         let slow = [150.0, 150.0, 300.0, 300.0, 300.0];
-        assert_eq!(paired_ratio(&slow, &fast), Some(1.5));
+        let ratio = paired_ratio(&slow, &fast).expect("rounds");
+        assert_eq!(ratio.median, 1.5);
+        assert_eq!((ratio.min, ratio.max), (1.5, 1.5));
         assert_eq!(paired_ratio(&[], &fast), None);
         assert_eq!(paired_ratio(&slow, &[0.0]), None);
+    }
+
+    /// The printed range is the lowest and highest round's own ratio.
+    #[test]
+    fn paired_ratio_reports_its_range() {
+        let ratio = paired_ratio(&[110.0, 300.0, 190.0], &[100.0, 200.0, 100.0]).expect("rounds");
+        assert_eq!(ratio.median, 1.5);
+        assert_eq!((ratio.min, ratio.max), (1.1, 1.9));
+        assert_eq!(
+            ratio.against("<= 1.2x"),
+            "1.50x (target <= 1.2x; rounds 1.10-1.90)"
+        );
     }
 
     #[test]
