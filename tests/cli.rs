@@ -2,7 +2,7 @@
 //! listing commands list everything, a scenario runs with a story and a
 //! summary, and the dump and trace land where asked.
 
-use crate::common::{scratch, sim, sim_command, text};
+use crate::common::{planted_violation, scratch, sim, sim_command, text};
 
 #[test]
 fn help_explains_every_command_and_flag() {
@@ -203,17 +203,7 @@ fn a_closed_pipe_silences_output_but_not_the_verdict() {
     assert_eq!(dump["tasks"]["task-1"]["status"], "completed");
     assert!(std::fs::read_to_string(&trace).unwrap().lines().count() > 10);
 
-    let output = with_stdout_closed(&[
-        "fuzz",
-        "--mutant",
-        "no-fingerprint-check",
-        "--seed",
-        "1",
-        "--steps",
-        "2000",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let output = with_stdout_closed(&planted_violation(&dir));
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     assert!(dir.join("repro-1.toml").exists());
 }

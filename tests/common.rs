@@ -57,6 +57,23 @@ pub fn sim(args: &[&str]) -> Output {
     sim_command(args).output().expect("the sim binary runs")
 }
 
+/// `sim fuzz` arguments for a planted bug that is caught at once: on seed
+/// 1 the `no-fingerprint-check` mutant fires within 2,000 steps, and the
+/// reproducer, `repro-1.toml`, is written into `out`.
+pub fn planted_violation(out: &Path) -> Vec<&str> {
+    vec![
+        "fuzz",
+        "--mutant",
+        "no-fingerprint-check",
+        "--seed",
+        "1",
+        "--steps",
+        "2000",
+        "--out",
+        out.to_str().expect("a UTF-8 scratch path"),
+    ]
+}
+
 /// A fresh scratch directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sim-test-{}-{name}", std::process::id()));

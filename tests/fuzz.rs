@@ -2,7 +2,7 @@
 //! violation planted on purpose (a mutant) yields a reproducer that
 //! `sim run` replays to the same violation, and determinism holds.
 
-use crate::common::{scratch, sim, text};
+use crate::common::{planted_violation, scratch, sim, text};
 
 fn summary(args: &[&str]) -> serde_json::Value {
     let output = sim(args);
@@ -46,18 +46,9 @@ fn jobs_and_shards_give_the_same_results_as_one_thread() {
 #[test]
 fn a_planted_violation_gives_a_reproducer_that_replays_it() {
     let dir = scratch("repro");
-    let output = sim(&[
-        "fuzz",
-        "--mutant",
-        "no-fingerprint-check",
-        "--seed",
-        "1",
-        "--steps",
-        "2000",
-        "--out",
-        dir.to_str().unwrap(),
-        "--quiet",
-    ]);
+    let mut args = planted_violation(&dir);
+    args.push("--quiet");
+    let output = sim(&args);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     let stdout = text(&output.stdout);
     assert!(
