@@ -72,6 +72,16 @@ pub fn parse_sha_hex(text: &str) -> Option<Sha> {
     Some(out)
 }
 
+/// Whether `text` is the hex of `sha`, as `parse_sha_hex(text) ==
+/// Some(*sha)` judges it (64 digits, either case), without building the
+/// parsed hash: the lowercase rendering is compared at once, and only text
+/// that differs from it is parsed.
+pub fn hex_is(text: &str, sha: &Sha) -> bool {
+    let mut lower = [0u8; 64];
+    hex_into(sha, &mut lower);
+    text.as_bytes() == lower || parse_sha_hex(text) == Some(*sha)
+}
+
 /// Canonical JSON: object keys sorted (byte order) at every depth, no
 /// whitespace. serde_json's `Value` map is a `BTreeMap` (the
 /// `preserve_order` feature is off), so its compact rendering is already

@@ -237,8 +237,9 @@ pub struct Checker {
     /// task is compacted.
     inbox: IdTable<OutboxId, InboxCopy>,
     deliveries: OpenDeliveries,
-    /// Per key: the tasks created under it since its last record ended, and
-    /// whether a record for it has been seen alive. A record that lived and
+    /// Per key: what `KeyLife` keeps of the tasks created under it since
+    /// its last record ended, and whether a record for it has been seen
+    /// alive. A record that lived and
     /// is gone ends the key's epoch and its entry: memory follows live keys.
     /// Filed by `KeyOf`: fingerprint, then text.
     keys: BTreeMap<KeyOf, KeyLife>,
@@ -299,12 +300,6 @@ impl Checker {
 
     pub fn forget_message(&mut self, message: OutboxId) {
         self.inbox.remove(message);
-    }
-
-    /// The mirror of `task`, made (with those of the tasks before it) on
-    /// first sight.
-    fn mirror(&mut self, db: &Db, task: TaskId) -> &mut Mirror {
-        mirror_in(&mut self.tasks, db, task)
     }
 
     /// terminal-never-reopens, event-id-unique, version-step-one,
@@ -507,28 +502,12 @@ fn foreign_id_taken(
     }
 }
 
-/// Whether `head` is `task`'s id as `TaskId::parse` reads it (`task-N`, N
-/// without leading zeros), compared digit by digit instead of parsed.
+/// Whether `head` is `task`'s id as `TaskId::parse` reads it: `task-N`
+/// with N as `decimal` renders it (no leading zeros), so a comparison
+/// with the rendering decides it without parsing.
 fn names(head: &str, task: TaskId) -> bool {
-    let Some(digits) = head.strip_prefix("task-") else {
-        return false;
-    };
-    let digits = digits.as_bytes();
-    let (mut number, mut end) = (task.0, digits.len());
-    if number == 0 {
-        return false;
-    }
-    while number > 0 {
-        let Some(last) = end.checked_sub(1) else {
-            return false;
-        };
-        if digits[last] != b'0' + (number % 10) as u8 {
-            return false;
-        }
-        number /= 10;
-        end = last;
-    }
-    end == 0
+    let mut digits = [0u8; 20];
+    head.strip_prefix("task-") == Some(crate::task::json::decimal(&mut digits, u64::from(task.0)))
 }
 
 struct Fired {
@@ -552,16 +531,6 @@ fn head_of(id: &str) -> (&str, bool) {
         Some(colon) => (&id[..colon], true),
         None => (id, false),
     }
-}
-
-/// Whether `text` is the hex of `sha`, as `hash::parse_sha_hex(text) ==
-/// Some(*sha)` judges it (64 digits, either case), without building the
-/// parsed hash: the lowercase rendering is compared at once, and only text
-/// that differs from it is parsed.
-fn hex_is(text: &str, sha: &Sha) -> bool {
-    let mut lower = [0u8; 64];
-    crate::hash::hex_into(sha, &mut lower);
-    text.as_bytes() == lower || crate::hash::parse_sha_hex(text) == Some(*sha)
 }
 
 impl World {
@@ -678,7 +647,7 @@ impl World {
     fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
         let replay = row.replay_of.is_some();
-        self.checker.mirror(&self.db, task);
+        mirror_in(&mut self.checker.tasks, &self.db, task);
         let key = KeyOf::new(&row.key);
         self.checker.keys.entry(key).or_default().created(task);
         if !replay {
@@ -880,7 +849,7 @@ impl World {
                         state
                             .artifact_sha256
                             .as_deref()
-                            .is_some_and(|text| hex_is(text, &v.bytes_sha256))
+                            .is_some_and(|text| crate::hash::hex_is(text, &v.bytes_sha256))
                     })
             });
             if !ok {
