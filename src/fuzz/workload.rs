@@ -11,9 +11,10 @@ use std::rc::Rc;
 use crate::prng::{Prng, Stream};
 use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
 use crate::task::Text;
+use crate::task::json::Sink;
 use crate::world::broker::DeadLetter;
 use crate::world::db::{Input, Payload};
-use crate::world::ids::{DeadLetterId, TextBuf, TextOut, push_decimal};
+use crate::world::ids::{DeadLetterId, TextBuf, push_decimal};
 
 /// The workload's shape for one seed (drawn by the swarm).
 #[derive(Clone, Debug, PartialEq, Eq)]

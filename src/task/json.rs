@@ -1028,8 +1028,9 @@ pub fn state_sha256(state: &TaskState) -> Sha {
     sink.finish()
 }
 
-/// Somewhere canonical JSON text can go: a string, or a hasher.
-trait Sink {
+/// Somewhere text can go: a string, a hasher, or an id being built
+/// (`ids::TextBuf`).
+pub trait Sink {
     fn put(&mut self, text: &str);
 }
 
@@ -1224,7 +1225,8 @@ fn emit_task_type<S: Sink>(out: &mut S, event: &TaskEvent, kind: &str) {
     out.put("\"");
 }
 
-fn emit_i64<S: Sink>(out: &mut S, number: i64) {
+/// `number` in decimal, with its sign.
+pub fn emit_i64<S: Sink>(out: &mut S, number: i64) {
     if number < 0 {
         out.put("-");
     }

@@ -149,19 +149,20 @@ impl Payload {
                 input_sha256,
                 not_before_ms,
             } => {
+                use crate::task::json::decimal;
                 use sha2::Digest;
-                let mut digits = Digits::default();
+                let mut digits = [0u8; 20];
                 let mut hex = [0u8; 64];
                 crate::hash::hex_into(input_sha256, &mut hex);
                 let mut hasher = sha2::Sha256::new();
                 hasher.update(b"{\"attempt\":");
-                hasher.update(digits.of(u64::from(*attempt)));
+                hasher.update(decimal(&mut digits, u64::from(*attempt)));
                 hasher.update(b",\"inputSha256\":\"");
                 hasher.update(hex);
                 hasher.update(b"\",\"notBeforeMs\":");
-                hasher.update(digits.of(*not_before_ms));
+                hasher.update(decimal(&mut digits, *not_before_ms));
                 hasher.update(b",\"taskId\":\"task-");
-                hasher.update(digits.of(u64::from(task.0)));
+                hasher.update(decimal(&mut digits, u64::from(task.0)));
                 hasher.update(b"\",\"type\":\"");
                 hasher.update(kind.as_str().as_bytes());
                 hasher.update(b"\"}");
@@ -388,27 +389,6 @@ pub struct Snapshot {
     pub through_sequence: i64,
     pub state: TaskState,
     pub state_sha256: Sha,
-}
-
-/// Decimal digits of a number, without allocating.
-#[derive(Default)]
-pub struct Digits {
-    buffer: [u8; 20],
-}
-
-impl Digits {
-    pub fn of(&mut self, mut n: u64) -> &[u8] {
-        let mut at = self.buffer.len();
-        loop {
-            at -= 1;
-            self.buffer[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        &self.buffer[at..]
-    }
 }
 
 /// One task: its state row and everything keyed by it.

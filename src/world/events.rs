@@ -17,7 +17,8 @@ use crate::task::{
 
 use super::World;
 use super::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
-use super::ids::{ActorId, OutboxId, SignalId, TaskId, TextBuf, TextOut, push_decimal};
+use super::ids::{ActorId, OutboxId, SignalId, TaskId, TextBuf};
+use crate::task::json::{Sink, emit_i64};
 
 /// What an actor asks the event store to do. Commands are intents; the
 /// event store turns an accepted one into an event.
@@ -233,10 +234,7 @@ impl World {
         event_id.put(":");
         event_id.put(kind.as_str());
         event_id.put(":");
-        if attempt < 0 {
-            event_id.put("-");
-        }
-        push_decimal(&mut event_id, attempt.unsigned_abs());
+        emit_i64(&mut event_id, attempt);
         if let Some(signal) = &signal {
             event_id.put(":");
             event_id.put(signal);

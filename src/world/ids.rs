@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::task::Text;
-use crate::task::json::decimal;
+use crate::task::json::{Sink, decimal};
 
 /// The kinds of actor in the world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -135,17 +135,6 @@ impl fmt::Display for ActorId {
     }
 }
 
-/// Where rendered ids go: a `String`, or a `TextBuf`.
-pub trait TextOut {
-    fn put(&mut self, text: &str);
-}
-
-impl TextOut for String {
-    fn put(&mut self, text: &str) {
-        self.push_str(text);
-    }
-}
-
 /// Text built on the stack, then made shared text with one allocation
 /// (building a `String` and converting it allocates twice). Text longer
 /// than the buffer spills into a `String`.
@@ -183,7 +172,7 @@ impl Default for TextBuf {
     }
 }
 
-impl TextOut for TextBuf {
+impl Sink for TextBuf {
     fn put(&mut self, text: &str) {
         if self.spill.is_none() && self.len + text.len() <= self.bytes.len() {
             self.bytes[self.len..self.len + text.len()].copy_from_slice(text.as_bytes());
@@ -200,7 +189,7 @@ impl TextOut for TextBuf {
 }
 
 /// Appends `number` in decimal, without `format!`.
-pub fn push_decimal(out: &mut impl TextOut, number: u64) {
+pub fn push_decimal(out: &mut impl Sink, number: u64) {
     let mut digits = [0u8; 20];
     out.put(decimal(&mut digits, number));
 }
@@ -229,7 +218,7 @@ macro_rules! counter_id {
             }
 
             /// Appends the id's text (`task-12`) without `format!`.
-            pub fn push_to(self, out: &mut impl TextOut) {
+            pub fn push_to(self, out: &mut impl Sink) {
                 out.put(concat!($prefix, "-"));
                 push_decimal(out, u64::from(self.0));
             }
