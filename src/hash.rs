@@ -14,7 +14,7 @@ pub fn sha256(bytes: &[u8]) -> Sha {
 }
 
 /// Lowercase hex digits by value.
-pub const HEX: &[u8; 16] = b"0123456789abcdef";
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Lowercase hex of any byte string.
 pub fn hex(bytes: &[u8]) -> String {
@@ -26,9 +26,15 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Appends lowercase hex to `out` without allocating a temporary.
 pub fn push_hex(out: &mut String, bytes: &[u8]) {
     for byte in bytes {
-        out.push(HEX[(byte >> 4) as usize] as char);
-        out.push(HEX[(byte & 0xf) as usize] as char);
+        let [high, low] = hex_pair(*byte);
+        out.push(char::from(high));
+        out.push(char::from(low));
     }
+}
+
+/// Both lowercase hex digits of `byte`: one table lookup.
+pub fn hex_pair(byte: u8) -> [u8; 2] {
+    HEX_PAIRS[usize::from(byte)]
 }
 
 /// Both lowercase digits of every byte value, so a byte is one lookup.
@@ -45,7 +51,7 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
 /// Lowercase hex of a digest into a fixed buffer (no allocation).
 pub fn hex_into(bytes: &Sha, out: &mut [u8; 64]) {
     for (pair, byte) in out.as_chunks_mut::<2>().0.iter_mut().zip(bytes) {
-        *pair = HEX_PAIRS[usize::from(*byte)];
+        *pair = hex_pair(*byte);
     }
 }
 

@@ -1285,9 +1285,7 @@ fn emit_str<S: Sink>(out: &mut S, text: &str) {
             0x08 => "\\b",
             0x0c => "\\f",
             0x00..=0x1f => {
-                use crate::hash::HEX;
-                control[4] = HEX[usize::from(byte >> 4)];
-                control[5] = HEX[usize::from(byte & 0xf)];
+                [control[4], control[5]] = crate::hash::hex_pair(byte);
                 std::str::from_utf8(&control).expect("ASCII escape")
             }
             _ => continue,
