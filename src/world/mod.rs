@@ -225,7 +225,6 @@ pub struct World {
     /// `now` but are not steps).
     pub last_step_ms: u64,
     queue: Schedule,
-    sequence: u64,
     /// Queued wakes that are not housekeeping.
     working: u64,
     housekeeping_at: QueuedAt,
@@ -330,7 +329,6 @@ impl World {
             steps: 0,
             last_step_ms: 0,
             queue: Schedule::default(),
-            sequence: 0,
             working: 0,
             housekeeping_at: QueuedAt::default(),
             delays: Prng::new(seed, Stream::Delays),
@@ -405,11 +403,10 @@ impl World {
 
     pub fn schedule(&mut self, at: u64, wake: Wake) {
         debug_assert!(at >= self.now);
-        self.sequence += 1;
         if wake != Wake::Housekeeping {
             self.working += 1;
         }
-        self.queue.push(at, self.sequence, wake);
+        self.queue.push(at, wake);
     }
 
     /// Schedules housekeeping at `at` unless some is queued sooner.

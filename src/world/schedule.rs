@@ -62,7 +62,9 @@ pub struct Schedule {
     /// The earliest time the window covers: the last popped wake's time.
     start: u64,
     far: BinaryHeap<Queued>,
-    len: usize,
+    /// Wakes queued so far: each one's place among wakes due at the same
+    /// time.
+    sequence: u64,
 }
 
 impl Default for Schedule {
@@ -72,7 +74,7 @@ impl Default for Schedule {
             occupied: 0,
             start: 0,
             far: BinaryHeap::new(),
-            len: 0,
+            sequence: 0,
         }
     }
 }
@@ -80,14 +82,14 @@ impl Default for Schedule {
 impl Schedule {
     /// Queues `wake` at `at` (never before the last popped time), after
     /// every wake queued before it for the same time.
-    pub fn push(&mut self, at: u64, sequence: u64, wake: Wake) {
+    pub fn push(&mut self, at: u64, wake: Wake) {
         debug_assert!(at >= self.start, "time never runs backwards");
-        self.len += 1;
+        self.sequence += 1;
         if at < self.start + WINDOW {
             self.put_near(at, wake);
         } else {
             self.far.push(Queued {
-                order: (u128::from(at) << 64) | u128::from(sequence),
+                order: (u128::from(at) << 64) | u128::from(self.sequence),
                 wake,
             });
         }
@@ -117,16 +119,7 @@ impl Schedule {
         if self.near[bucket].is_empty() {
             self.occupied &= !(1 << bucket);
         }
-        self.len -= 1;
         Some((at, wake))
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Slides the window to start at `at`, moving the far wakes it now
@@ -152,8 +145,9 @@ impl Schedule {
 mod tests {
     use super::*;
 
-    /// The schedule pops exactly what a heap ordered by (time, sequence)
-    /// pops, for pushes near and far, ties, and pushes between pops.
+    /// The schedule pops exactly what a heap ordered by (time, push order)
+    /// pops, for pushes near and far, ties, and pushes between pops, and
+    /// nothing after the last.
     #[test]
     fn pops_in_time_then_sequence_order() {
         let mut schedule = Schedule::default();
@@ -178,19 +172,17 @@ mod tests {
                 };
                 sequence += 1;
                 let wake = Wake::Issue(round as u32);
-                schedule.push(now + delay, sequence, wake);
+                schedule.push(now + delay, wake);
                 reference.push(std::cmp::Reverse((now + delay, sequence, round as u32)));
             } else {
                 let std::cmp::Reverse((at, _, index)) = reference.pop().unwrap();
                 assert_eq!(schedule.pop(), Some((at, Wake::Issue(index))));
                 now = at;
             }
-            assert_eq!(schedule.len(), reference.len());
         }
         while let Some(std::cmp::Reverse((at, _, index))) = reference.pop() {
             assert_eq!(schedule.pop(), Some((at, Wake::Issue(index))));
         }
         assert_eq!(schedule.pop(), None);
-        assert!(schedule.is_empty());
     }
 }
