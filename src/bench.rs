@@ -203,7 +203,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 std::env::temp_dir().join(format!("sim-bench-trace-{}.jsonl", std::process::id()));
             if *trace {
                 let file = std::fs::File::create(&trace_path).expect("a temp file can be created");
-                world.trace.lines = Some(Box::new(crate::trace::TraceFile::new(&trace_path, file)));
+                world.trace.lines = Some(crate::trace::TraceFile::new(&trace_path, file));
             }
             let watch = Stopwatch::start();
             while world.steps < *steps {
@@ -211,9 +211,7 @@ pub fn measure(workload: &Workload) -> Sample {
                     break;
                 }
             }
-            if let Some(mut lines) = world.trace.lines.take() {
-                let _ = lines.flush();
-            }
+            world.trace.close_lines();
             let nanos = watch.nanos() as u64;
             let _ = std::fs::remove_file(&trace_path);
             assert!(

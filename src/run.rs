@@ -141,7 +141,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     let mut world = world_for(&scenario);
     if let Some(path) = &options.trace {
         match open_output(path) {
-            Ok(file) => world.trace.lines = Some(Box::new(TraceFile::new(path, file))),
+            Ok(file) => world.trace.lines = Some(TraceFile::new(path, file)),
             Err(error) => {
                 crate::errln!("{error}");
                 return EXIT_INPUT;
@@ -177,9 +177,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     });
     // The whole trace is on disk before anything is said about the run, so
     // a trace that cannot be written ends sim before the summary.
-    if let Some(mut lines) = finished.world.trace.lines.take() {
-        let _ = lines.flush();
-    }
+    finished.world.trace.close_lines();
     let dump_text = options
         .dump
         .as_ref()

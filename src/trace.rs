@@ -255,7 +255,7 @@ pub struct Trace {
     buffer: Encoded,
     ring: VecDeque<Record>,
     /// Every record as a JSON line, when the whole trace was asked for.
-    pub lines: Option<Box<dyn std::io::Write>>,
+    pub lines: Option<TraceFile>,
     json: String,
     /// Every record kept in memory (for the story and tests), when asked.
     pub kept: Option<Vec<Record>>,
@@ -274,7 +274,7 @@ impl Trace {
     }
 
     /// Appends `record` (borrowed: the ring keeps the one copy made).
-    pub fn push(&mut self, record: &Record) -> std::io::Result<()> {
+    pub fn push(&mut self, record: &Record) {
         record.encode(&mut self.buffer);
         if self.buffer.full() {
             self.hasher.update(self.buffer.gathered());
@@ -284,7 +284,7 @@ impl Trace {
             self.json.clear();
             record.write_json(&mut self.json);
             self.json.push('\n');
-            out.write_all(self.json.as_bytes())?;
+            out.write(self.json.as_bytes());
         }
         if let Some(kept) = self.kept.as_mut() {
             kept.push(record.clone());
@@ -293,7 +293,13 @@ impl Trace {
             self.ring.pop_front();
         }
         self.ring.push_back(record.clone());
-        Ok(())
+    }
+
+    /// Flushes and closes the `--trace` file, if there is one.
+    pub fn close_lines(&mut self) {
+        if let Some(mut lines) = self.lines.take() {
+            lines.flush();
+        }
     }
 
     /// The rolling SHA-256 of every record so far.
@@ -344,13 +350,19 @@ impl TraceFile {
     }
 }
 
-impl std::io::Write for TraceFile {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.file.write(bytes).or_else(|error| self.fail(&error))
+impl TraceFile {
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        if let Err(error) = self.file.write_all(bytes) {
+            self.fail(&error);
+        }
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush().or_else(|error| self.fail(&error))
+    fn flush(&mut self) {
+        use std::io::Write;
+        if let Err(error) = self.file.flush() {
+            self.fail(&error);
+        }
     }
 }
 
