@@ -53,7 +53,7 @@ impl Record {
     /// so a sequence of records reads back one way only and needs no
     /// length prefix: two traces that differ in any field, an absent id
     /// and id 0 included, hash differently.
-    pub fn encode(&self, out: &mut Encoded) {
+    fn encode(&self, out: &mut Encoded) {
         out.put_varint(self.step);
         out.put_varint(self.time_ms);
         out.put_array([self.actor.kind as u8]);
@@ -177,7 +177,7 @@ impl Record {
 /// until a few kilobytes are there: the hasher then reads whole blocks in
 /// place, instead of copying every record into its block buffer, and
 /// encoding does no allocation.
-pub struct Encoded {
+struct Encoded {
     bytes: Box<[u8; Encoded::CAPACITY]>,
     len: usize,
 }
@@ -191,7 +191,7 @@ impl Encoded {
     /// Gathered bytes are hashed once fewer than `RECORD_MAX` are free.
     const CAPACITY: usize = 4096;
 
-    pub fn new() -> Encoded {
+    fn new() -> Encoded {
         Encoded {
             bytes: Box::new([0; Encoded::CAPACITY]),
             len: 0,
@@ -236,12 +236,6 @@ impl Encoded {
 
     fn clear(&mut self) {
         self.len = 0;
-    }
-}
-
-impl Default for Encoded {
-    fn default() -> Encoded {
-        Encoded::new()
     }
 }
 
