@@ -27,7 +27,8 @@ pub struct CampaignOptions {
     pub check_determinism: bool,
     pub out: PathBuf,
     pub write_repro: bool,
-    /// Stop at the first violation (mutant scoring).
+    /// Stop at the first seed that fails, by a violation or by not
+    /// converging (mutant scoring: either kills the mutant).
     pub stop_at_first: bool,
 }
 
@@ -247,7 +248,7 @@ pub fn run_seeds(
                         break;
                     };
                     let result = run_seed(*seed, options);
-                    if options.stop_at_first && result.outcome.violation.is_some() {
+                    if options.stop_at_first && !result.outcome.converged() {
                         stop.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
                     if sender.send(result).is_err() {
@@ -264,7 +265,7 @@ pub fn run_seeds(
     });
     results.sort_by_key(|result| result.seed);
     if options.stop_at_first
-        && let Some(first) = results.iter().position(|r| r.outcome.violation.is_some())
+        && let Some(first) = results.iter().position(|r| !r.outcome.converged())
     {
         results.truncate(first + 1);
     }
