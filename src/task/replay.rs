@@ -61,12 +61,12 @@ impl std::error::Error for InvalidHistory {}
 /// two events with one sequence keep their given order; the second is then
 /// a duplicate (skipped), a payload conflict, or an old sequence (rejected).
 #[allow(clippy::result_large_err)]
-pub fn fold(
+pub fn fold<'a>(
     start: TaskState,
-    events: &[TaskEvent],
+    events: impl IntoIterator<Item = &'a TaskEvent>,
     policy: Policy,
 ) -> Result<TaskState, InvalidHistory> {
-    let mut ordered: Vec<&TaskEvent> = events.iter().collect();
+    let mut ordered: Vec<&TaskEvent> = events.into_iter().collect();
     ordered.sort_by_key(|event| event.sequence);
     // The first event of each id. Payload hashes are computed only when an id
     // repeats: a clean history, the common case, hashes nothing.

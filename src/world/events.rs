@@ -185,15 +185,14 @@ impl World {
         }
         // The blind writer computes from the state it read, not the row.
         let base = if blind && current.version != expected_version {
-            let prefix: Vec<TaskEvent> = row
+            let prefix = row
                 .events
                 .iter()
                 .filter(|stored| stored.event.sequence <= expected_version)
-                .map(|stored| TaskEvent::clone(&stored.event))
-                .collect();
+                .map(|stored| &*stored.event);
             match fold(
                 crate::task::initial_state(current.task_id.clone()),
-                &prefix,
+                prefix,
                 self.config.cancel_policy,
             ) {
                 Ok(state) => state,

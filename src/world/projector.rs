@@ -416,10 +416,11 @@ impl World {
     fn rebuild(&mut self, task: TaskId) {
         let row = self.db.task(task);
         let row_state = row.state.clone();
-        let events: Vec<TaskEvent> = row
+        // Shared, not copied: `report_snapshot` below needs `&mut self`.
+        let events: Vec<Rc<TaskEvent>> = row
             .events
             .iter()
-            .map(|stored| TaskEvent::clone(&stored.event))
+            .map(|stored| Rc::clone(&stored.event))
             .collect();
         let applied: Vec<(Text, Sha)> = row
             .events
@@ -444,12 +445,11 @@ impl World {
         let mut outcome = "rebuilt-from-events";
         let mut state = None;
         if let Some(snapshot) = &start {
-            let later: Vec<TaskEvent> = events
+            let later = events
                 .iter()
-                .filter(|event| event.sequence > snapshot.through_sequence)
-                .cloned()
-                .collect();
-            match fold(snapshot.state.clone(), &later, policy) {
+                .map(|event| &**event)
+                .filter(|event| event.sequence > snapshot.through_sequence);
+            match fold(snapshot.state.clone(), later, policy) {
                 Ok(rebuilt) if rebuilt == row_state || trust => {
                     outcome = "rebuilt-from-snapshot";
                     self.sometimes("snapshot-used");
@@ -460,7 +460,11 @@ impl World {
         }
         let state = match state {
             Some(state) => state,
-            None => match fold(initial_state(task_text), &events, policy) {
+            None => match fold(
+                initial_state(task_text),
+                events.iter().map(|event| &**event),
+                policy,
+            ) {
                 Ok(rebuilt) => rebuilt,
                 Err(_) => {
                     outcome = "REPLAY_FAILED";
