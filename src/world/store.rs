@@ -29,6 +29,24 @@ pub struct Version {
     pub metadata: Metadata,
 }
 
+impl Version {
+    /// The version a worker writes for an attempt of a task: the bytes,
+    /// and metadata that names the task and attempt and repeats their size
+    /// and hash.
+    pub fn plain(task: TaskId, attempt: u32, sha256: Sha, size: u64) -> Version {
+        Version {
+            bytes_sha256: sha256,
+            size,
+            metadata: Metadata {
+                task,
+                attempt,
+                size,
+                sha256,
+            },
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Object {
     pub versions: Vec<Version>,
@@ -91,16 +109,15 @@ impl Archived {
     fn of(token: Token, object: &Object) -> Option<Archived> {
         let (sha256, size) = match object.versions.as_slice() {
             [] => ([0; 32], 0),
-            [version] => {
-                let plain = Metadata {
-                    task: token.task,
-                    attempt: token.attempt,
-                    size: version.size,
-                    sha256: version.bytes_sha256,
-                };
-                if version.metadata != plain {
-                    return None;
-                }
+            [version]
+                if *version
+                    == Version::plain(
+                        token.task,
+                        token.attempt,
+                        version.bytes_sha256,
+                        version.size,
+                    ) =>
+            {
                 (version.bytes_sha256, u32::try_from(version.size).ok()?)
             }
             _ => return None,
@@ -117,17 +134,12 @@ impl Archived {
 
     fn object(&self) -> Object {
         let versions = if self.written {
-            let size = u64::from(self.size);
-            vec![Version {
-                bytes_sha256: self.sha256,
-                size,
-                metadata: Metadata {
-                    task: self.token.task,
-                    attempt: self.token.attempt,
-                    size,
-                    sha256: self.sha256,
-                },
-            }]
+            vec![Version::plain(
+                self.token.task,
+                self.token.attempt,
+                self.sha256,
+                u64::from(self.size),
+            )]
         } else {
             Vec::new()
         };

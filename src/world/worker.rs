@@ -18,7 +18,7 @@ use super::events::{Command, CommandOutcome};
 use super::fence::{Fence, FenceProgress, FencePurpose};
 use super::ids::{ActorId, ActorKind, TaskId, TextBuf};
 use super::step::Verb;
-use super::store::{Metadata, Observed, Version};
+use super::store::{Observed, Version};
 use super::{Life, World};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,16 +174,7 @@ impl World {
         let Some(expected) = expected else {
             return false;
         };
-        expected == sha
-            && version.bytes_sha256 == sha
-            && version.size == size
-            && version.metadata
-                == Metadata {
-                    task,
-                    attempt,
-                    size,
-                    sha256: sha,
-                }
+        expected == sha && *version == Version::plain(task, attempt, sha, size)
     }
 
     fn worker_actor(index: usize) -> ActorId {
@@ -668,16 +659,7 @@ impl World {
     fn worker_put(&mut self, job: &mut Job) -> Step {
         job.puts += 1;
         let (sha, size) = self.expected_artifact(job.task);
-        let version = Version {
-            bytes_sha256: sha,
-            size,
-            metadata: Metadata {
-                task: job.task,
-                attempt: job.attempt,
-                size,
-                sha256: sha,
-            },
-        };
+        let version = Version::plain(job.task, job.attempt, sha, size);
         self.touched.tokens.push(job.token);
         self.rec.hash = Some(sha);
         let overwrite = self.mutant == Some(Mutant::UnconditionalPut);
