@@ -92,6 +92,11 @@ pub struct Store {
     archived_tasks: Vec<u64>,
 }
 
+/// `task`'s word and bit in `Store::archived_tasks`.
+fn task_bit(task: TaskId) -> (usize, u64) {
+    (task.slot() / 64, 1 << (task.slot() % 64))
+}
+
 /// An archived object: at most one version, whose metadata names the
 /// token's task and attempt and repeats the bytes' size and hash.
 #[derive(Clone, Copy, Debug)]
@@ -252,11 +257,11 @@ impl Store {
         let Some(tokens) = self.by_task.remove(&task) else {
             return;
         };
-        let (word, bit) = (task.slot() / 64, task.slot() % 64);
+        let (word, bit) = task_bit(task);
         if self.archived_tasks.len() <= word {
             self.archived_tasks.resize(word + 1, 0);
         }
-        self.archived_tasks[word] |= 1 << bit;
+        self.archived_tasks[word] |= bit;
         for token in tokens {
             let Some(object) = self.objects.remove(&token) else {
                 continue;
@@ -292,18 +297,23 @@ impl Store {
     }
 
     fn was_archived(&self, task: TaskId) -> bool {
-        let (word, bit) = (task.slot() / 64, task.slot() % 64);
+        let (word, bit) = task_bit(task);
         self.archived_tasks
             .get(word)
-            .is_some_and(|bits| bits & (1 << bit) != 0)
+            .is_some_and(|bits| bits & bit != 0)
+    }
+
+    /// Where `token`'s object is in the compact archive, if it is there.
+    fn archive_slot(&self, token: Token) -> Option<usize> {
+        self.archive.binary_search_by(|a| a.token.cmp(&token)).ok()
     }
 
     /// An archived object, rebuilt.
     fn archived(&self, token: Token) -> Option<Object> {
-        if let Ok(at) = self.archive.binary_search_by(|a| a.token.cmp(&token)) {
-            return Some(self.archive[at].object());
+        match self.archive_slot(token) {
+            Some(at) => Some(self.archive[at].object()),
+            None => self.archive_odd.get(&token).cloned(),
         }
-        self.archive_odd.get(&token).cloned()
     }
 
     /// Brings an archived object back among the live ones before a write.
@@ -311,9 +321,9 @@ impl Store {
         if !self.was_archived(token.task) || self.objects.contains_key(&token) {
             return;
         }
-        let object = match self.archive.binary_search_by(|a| a.token.cmp(&token)) {
-            Ok(at) => self.archive.remove(at).object(),
-            Err(_) => match self.archive_odd.remove(&token) {
+        let object = match self.archive_slot(token) {
+            Some(at) => self.archive.remove(at).object(),
+            None => match self.archive_odd.remove(&token) {
                 Some(object) => object,
                 None => return,
             },
