@@ -190,17 +190,31 @@ impl Touched {
             && delivered.is_empty()
     }
 
+    /// Empties every list, keeping their buffers. Names every list, like
+    /// `is_empty`, so a new one cannot be missed.
     fn clear(&mut self) {
-        self.tasks.clear();
-        self.keys.clear();
-        self.tokens.clear();
-        self.entries.clear();
-        self.cache.clear();
-        self.projection.clear();
-        self.created.clear();
-        self.answers.clear();
-        self.deliveries.clear();
-        self.delivered.clear();
+        let Touched {
+            tasks,
+            keys,
+            tokens,
+            entries,
+            cache,
+            projection,
+            created,
+            answers,
+            deliveries,
+            delivered,
+        } = self;
+        tasks.clear();
+        keys.clear();
+        tokens.clear();
+        entries.clear();
+        cache.clear();
+        projection.clear();
+        created.clear();
+        answers.clear();
+        deliveries.clear();
+        delivered.clear();
     }
 }
 
