@@ -8,7 +8,7 @@
 use crate::task::Status;
 
 use super::World;
-use super::db::{EffectKind, EffectState, Lease, LedgerRow, Token, WorkKind};
+use super::db::{EffectKind, EffectState, LedgerRow, Token, WorkKind};
 use super::events::{Command, CommandOutcome};
 use super::ids::{ActorId, TaskId};
 use super::step::Verb;
@@ -155,13 +155,7 @@ impl World {
         fence.bad = false;
         fence.reads = 0;
         fence.hides = 0;
-        let lease = Lease {
-            attempt: fence.attempt,
-            holder: actor,
-            incarnation,
-            until_ms: self.now + self.config.task_lease_ms,
-        };
-        self.db.set_lease(fence.task, Some(lease));
+        self.grant_lease(fence.task, fence.attempt, actor, incarnation);
         let token = fence.token();
         self.touched.tokens.push(token);
         let row = self.db.task_mut(fence.task);

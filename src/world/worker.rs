@@ -511,9 +511,15 @@ impl World {
         Step::Next(WorkerPhase::Plan, self.latency())
     }
 
-    fn renew_inbox(&mut self, job: &Job) {
+    /// The worker taking this step, and its incarnation: who holds what
+    /// it leases.
+    fn worker_holder(&self) -> (ActorId, u32) {
         let actor = self.rec.actor;
-        let incarnation = self.workers[actor.index as usize].life.incarnation;
+        (actor, self.workers[actor.index as usize].life.incarnation)
+    }
+
+    fn renew_inbox(&mut self, job: &Job) {
+        let (actor, incarnation) = self.worker_holder();
         let until = self.now + self.config.inbox_lease_ms;
         if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
             && !row.state.is_final()
@@ -524,8 +530,7 @@ impl World {
 
     /// Whether this worker still holds the attempt's lease; renews it.
     fn holds_lease(&mut self, job: &Job) -> bool {
-        let actor = self.rec.actor;
-        let incarnation = self.workers[actor.index as usize].life.incarnation;
+        let (actor, incarnation) = self.worker_holder();
         let lease = self.db.task(job.task).lease;
         let mine = lease.is_some_and(|l| {
             (l.holder, l.incarnation, l.attempt) == (actor, incarnation, job.attempt)
@@ -538,17 +543,28 @@ impl World {
         mine
     }
 
-    /// The attempt's lease, held by this worker's incarnation for
-    /// `task_lease_ms` from now.
+    /// The attempt's lease, held by this worker's incarnation.
     fn lease_attempt(&mut self, job: &Job) {
-        let holder = self.rec.actor;
+        let (holder, incarnation) = self.worker_holder();
+        self.grant_lease(job.task, job.attempt, holder, incarnation);
+    }
+
+    /// Gives `attempt` of `task` to `holder`'s incarnation for
+    /// `task_lease_ms` from now (a worker's attempt, or a fence's claim).
+    pub(super) fn grant_lease(
+        &mut self,
+        task: TaskId,
+        attempt: u32,
+        holder: ActorId,
+        incarnation: u32,
+    ) {
         let lease = Lease {
-            attempt: job.attempt,
+            attempt,
             holder,
-            incarnation: self.workers[holder.index as usize].life.incarnation,
+            incarnation,
             until_ms: self.now + self.config.task_lease_ms,
         };
-        self.db.set_lease(job.task, Some(lease));
+        self.db.set_lease(task, Some(lease));
     }
 
     /// Let the delivery go: the lease moved on or a fence claimed the effect.
