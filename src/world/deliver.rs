@@ -116,7 +116,9 @@ impl World {
         if let Some(kind) = fault {
             self.rec.fault = Some((Site::BrokerDeliver, kind));
         }
-        let mut duplicate = false;
+        // The duplicate is this very delivery again (a duplicate is never
+        // also tampered).
+        let mut copy = None;
         match fault {
             Some(FaultKind::Delay) => {
                 let extra = self.faults.parameter(1, self.config.delay_ms_max);
@@ -128,14 +130,13 @@ impl World {
                 delivery.payload_sha256 = delivery.payload.sha256();
                 delivery.tampered = true;
             }
-            Some(FaultKind::Duplicate) => duplicate = true,
+            Some(FaultKind::Duplicate) => copy = Some(delivery.clone()),
             _ => {}
         }
         match consumer.kind {
             ActorKind::Worker => {
                 let index = consumer.index as usize;
                 self.next_worker = (index + 1) % self.workers.len();
-                let copy = duplicate.then(|| delivery.clone());
                 let delivery_id = self.new_delivery_id();
                 self.workers[index]
                     .mailbox
@@ -149,7 +150,6 @@ impl World {
                 self.poke(consumer, arrival);
             }
             _ => {
-                let copy = duplicate.then(|| delivery.clone());
                 self.projector_receive(delivery, arrival);
                 if let Some(copy) = copy {
                     let later = arrival + self.latency();
