@@ -302,8 +302,8 @@ impl World {
         };
         self.rec.task = task;
         let early = self.mutant == Some(Mutant::EarlyIdempotencyExpiry);
-        let task_done = task.is_some_and(|task| self.task_finished(task));
-        let finished = early || task.is_none() || task_done;
+        let done = task.filter(|&task| self.task_finished(task));
+        let finished = early || task.is_none() || done.is_some();
         if finished {
             self.db.remove_record(&key);
             // Past its TTL, the same key and input are a new intent.
@@ -314,7 +314,7 @@ impl World {
             self.sometimes("idempotency-record-expired");
             // Only a finished task is compacted (the early-expiry mutant
             // drops records of unfinished ones; their rows stay).
-            if let Some(task) = task.filter(|_| task_done) {
+            if let Some(task) = done {
                 self.compact_task(task);
             }
         } else if task.is_some_and(|task| self.db.in_review(task)) {
