@@ -90,7 +90,7 @@ pub fn world_of_draw(
     let scenario = fuzz_scenario(seed, steps, mutant, draw);
     let generator = Generator::new(
         seed,
-        draw.mix.clone(),
+        &draw.mix,
         draw.config.clients as u16,
         draw.config.apis as u16,
     );

@@ -114,7 +114,7 @@ fn intent_key(intent: u64) -> Text {
 }
 
 impl Generator {
-    pub fn new(seed: u64, mix: WorkloadMix, clients: u16, apis: u16) -> Generator {
+    pub fn new(seed: u64, mix: &WorkloadMix, clients: u16, apis: u16) -> Generator {
         let weights = [
             mix.create,
             mix.duplicate_create,
