@@ -336,13 +336,41 @@ pub struct Figures {
 
 /// The middle value; with an even count, the mean of the two middle ones
 /// (not the upper one, which would flatter a ratio).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    let middle = values.len() / 2;
-    match values.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => values[middle],
-        _ => (values[middle - 1] + values[middle]) / 2.0,
+fn median(values: Vec<f64>) -> f64 {
+    Spread::of(values).median
+}
+
+/// The median of some rounds' values, and the lowest and highest of them:
+/// on a machine whose speed drifts, the range says how far one round can
+/// be trusted. All zeros for no values.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(mut values: Vec<f64>) -> Spread {
+        values.sort_by(|a, b| a.total_cmp(b));
+        let (Some(&min), Some(&max)) = (values.first(), values.last()) else {
+            return Spread::default();
+        };
+        let middle = values.len() / 2;
+        let median = if values.len() % 2 == 1 {
+            values[middle]
+        } else {
+            (values[middle - 1] + values[middle]) / 2.0
+        };
+        Spread { median, min, max }
+    }
+
+    /// A ratio's line: `1.50x (target <= 1.2x; rounds 1.10-1.90)`.
+    fn against(&self, target: &str) -> String {
+        format!(
+            "{:.2}x (target {target}; rounds {:.2}-{:.2})",
+            self.median, self.min, self.max
+        )
     }
 }
 
@@ -372,14 +400,15 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
         Workload::Campaign { .. } => ("on", "off"),
         Workload::Transition { .. } => ("n/a", "n/a"),
     };
-    let steps_per_second = median(rates.clone());
+    let rate = Spread::of(rates);
+    let steps_per_second = rate.median;
     Figures {
         name: workload.name(),
         steps: samples.first().map_or(0, |s| s.steps),
         repeats: samples.len(),
         steps_per_second,
-        steps_per_second_min: rates.iter().copied().fold(f64::INFINITY, f64::min),
-        steps_per_second_max: rates.iter().copied().fold(0.0, f64::max),
+        steps_per_second_min: rate.min,
+        steps_per_second_max: rate.max,
         ns_per_step: if steps_per_second > 0.0 {
             1e9 / steps_per_second
         } else {
@@ -413,40 +442,14 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
 /// workloads' samples round by round: both were measured minutes apart at
 /// most, under the same load, so a shared machine's drift cancels out of
 /// the ratio.
-fn paired_ratio(a: &[f64], b: &[f64]) -> Option<Ratio> {
+fn paired_ratio(a: &[f64], b: &[f64]) -> Option<Spread> {
     let ratios: Vec<f64> = a
         .iter()
         .zip(b)
         .filter(|(_, b)| **b > 0.0)
         .map(|(a, b)| a / b)
         .collect();
-    let min = ratios.iter().copied().reduce(f64::min)?;
-    let max = ratios.iter().copied().reduce(f64::max)?;
-    Some(Ratio {
-        median: median(ratios),
-        min,
-        max,
-    })
-}
-
-/// A ratio's median over the rounds, and its lowest and highest round: on
-/// a machine whose speed drifts, the range says how far one round's ratio
-/// can be trusted.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Ratio {
-    median: f64,
-    min: f64,
-    max: f64,
-}
-
-impl Ratio {
-    /// `1.50x (target <= 1.2x; rounds 1.10-1.90)`.
-    fn against(&self, target: &str) -> String {
-        format!(
-            "{:.2}x (target {target}; rounds {:.2}-{:.2})",
-            self.median, self.min, self.max
-        )
-    }
+    (!ratios.is_empty()).then(|| Spread::of(ratios))
 }
 
 #[derive(clap::Args, Clone, Debug)]
