@@ -17,20 +17,20 @@ pub fn print(text: &str) {
         return;
     }
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => {}
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
-            STDOUT_CLOSED.store(true, Ordering::Relaxed);
-        }
-        Err(error) => fail("standard output", &error),
+    if let Err(error) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        closed_or_exit(error, "standard output");
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
     }
 }
 
-/// Ends sim after a write to `stream` failed for a reason other than a
-/// closed pipe.
-pub fn fail(stream: &str, error: &std::io::Error) -> ! {
-    crate::errln!("error: cannot write to {stream}: {error}");
-    std::process::exit(i32::from(crate::error::EXIT_INPUT));
+/// The one rule for a failed write to `stream`: a reader that went away
+/// returns (the caller drops the rest of its output); anything else ends
+/// sim with exit 2.
+fn closed_or_exit(error: std::io::Error, stream: &str) {
+    if error.kind() != std::io::ErrorKind::BrokenPipe {
+        crate::errln!("error: cannot write to {stream}: {error}");
+        std::process::exit(i32::from(crate::error::EXIT_INPUT));
+    }
 }
 
 /// A writer for standard output or error with the same rules as `print`:
@@ -52,11 +52,8 @@ impl<W> Guarded<W> {
     }
 
     fn failed(&mut self, error: std::io::Error) {
-        if error.kind() == std::io::ErrorKind::BrokenPipe {
-            self.closed = true;
-        } else {
-            fail(self.stream, &error);
-        }
+        closed_or_exit(error, self.stream);
+        self.closed = true;
     }
 }
 
