@@ -672,7 +672,7 @@ impl World {
         answer: Answer,
         at: u64,
     ) -> Result<(), Fired> {
-        let Some(record) = self.intents[intent.slot()].as_deref() else {
+        let Some(record) = self.intents.get(intent) else {
             return Ok(());
         };
         let (key, fingerprint, first) = (record.key.clone(), record.fingerprint, record.first);
@@ -710,7 +710,7 @@ impl World {
         match first {
             None => {
                 let committed = live.map_or(at, |(_, committed_ms)| committed_ms);
-                let intent_row = self.intents[intent.slot()].as_mut().expect("read above");
+                let intent_row = self.intents.get_mut(intent).expect("read above");
                 intent_row.first = Some(crate::world::IntentAnswer {
                     answer,
                     deadline_ms: committed + self.config.idempotency_ttl_ms,

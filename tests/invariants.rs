@@ -167,8 +167,9 @@ fn first_key(world: &World) -> Text {
 fn fires_one_task_per_intent() {
     let mut world = happy();
     let intent = IntentId(1);
-    let first = world.intents[intent.slot()]
-        .as_ref()
+    let first = world
+        .intents
+        .get(intent)
         .expect("the intent is live")
         .first
         .expect("the intent was answered");

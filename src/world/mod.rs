@@ -271,10 +271,12 @@ pub struct World {
     pub workers: Vec<Worker>,
     pub projector: Projector,
     pub reconciler: Reconciler,
-    /// Boxed so the table grows by pointers, not by whole intents.
-    /// `None` once its key's record outlived its TTL: no request can be
-    /// judged against it any more.
-    pub intents: Vec<Option<Box<Intent>>>,
+    /// Intents whose key's record has not outlived its TTL (after that no
+    /// request can be judged against one), boxed like the outbox rows: an
+    /// intent kept for manual review keeps the window wide.
+    pub intents: IdTable<IntentId, Box<Intent>>,
+    /// Intents made so far: the last `IntentId`.
+    intents_made: u32,
     /// Filed by `KeyOf` (fingerprint, then text): only looked up.
     intent_index: BTreeMap<(KeyOf, crate::hash::Sha), IntentId>,
     pub trace: Trace,
@@ -368,7 +370,8 @@ impl World {
             workers: (0..config.workers).map(|_| Worker::new()).collect(),
             projector: Projector::new(),
             reconciler: Reconciler::new(),
-            intents: Vec::new(),
+            intents: IdTable::default(),
+            intents_made: 0,
             intent_index: BTreeMap::new(),
             trace: Trace::new(),
             checker: Checker::default(),
@@ -733,7 +736,7 @@ impl World {
         fingerprint: crate::hash::Sha,
         fresh: bool,
     ) -> IntentId {
-        let id = IntentId(self.intents.len() as u32 + 1);
+        let id = IntentId(self.intents_made + 1);
         // One search of the index: a known intent is answered from it, a
         // new (or fresh) one takes its slot.
         match self.intent_index.entry((KeyOf::new(key), fingerprint)) {
@@ -745,11 +748,15 @@ impl World {
                 slot.insert(id);
             }
         }
-        self.intents.push(Some(Box::new(Intent {
-            key: key.clone(),
-            fingerprint,
-            first: None,
-        })));
+        self.intents_made += 1;
+        self.intents.insert(
+            id,
+            Box::new(Intent {
+                key: key.clone(),
+                fingerprint,
+                first: None,
+            }),
+        );
         id
     }
 
@@ -765,7 +772,7 @@ impl World {
     /// and input no longer join it to the old one.
     pub fn forget_intent_key(&mut self, key: &Text, fingerprint: crate::hash::Sha) {
         if let Some(id) = self.intent_index.remove(&(KeyOf::new(key), fingerprint)) {
-            self.intents[id.slot()] = None;
+            self.intents.remove(id);
         }
     }
 

@@ -15,7 +15,7 @@ pub trait Slot: Copy {
 /// the rows in flight (one empty slot per id born after the oldest live
 /// row), not every row ever written. A table whose rows may live long
 /// (one old row keeps the window wide) holds them boxed, so an empty slot
-/// costs a pointer. Iteration is in id order, as a `BTreeMap`'s was.
+/// costs a pointer. Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
     slots: VecDeque<Option<V>>,
