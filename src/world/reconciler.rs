@@ -197,7 +197,7 @@ impl World {
             self.rec.task = Some(task);
             if self.commit_fault() != Some(false) {
                 self.seen_dead_letter(id);
-                let Payload::Event(event) = letter.payload.clone() else {
+                let Payload::Event(event) = letter.payload else {
                     unreachable!("task-events carry events");
                 };
                 let message = self.insert_event_row(task, event, letter.payload_sha256);
