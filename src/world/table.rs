@@ -2,7 +2,7 @@
 //! kept in a window of slots indexed by the id, for the hot tables whose
 //! rows are born in id order and mostly leave in it.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// Counter ids that name a slot: 0-based, dense.
 pub trait Slot: Copy {
@@ -11,44 +11,59 @@ pub trait Slot: Copy {
 
 /// A table of rows by counter id. A lookup is an index into a window, not
 /// a walk down B-tree nodes, and a short-lived row costs no allocation of
-/// its own. The window starts at the oldest live row, so its memory follows
-/// the rows in flight (one empty slot per id born after the oldest live
-/// row), not every row ever written. A table whose rows may live long
-/// (one old row keeps the window wide) holds them boxed, so an empty slot
-/// costs a pointer. Iteration is in id order.
+/// its own. The window starts at the oldest live row it holds, so its
+/// memory follows the rows in flight, not every row ever written. A row
+/// that stays while the rows born after it come and go (a task parked in
+/// review keeps its messages) would hold the window open over every id
+/// since; once the window is mostly empty slots, its oldest rows move
+/// aside to `stragglers`, a map whose memory follows their number. Rows
+/// that may live long are held boxed, so an empty slot costs a pointer.
+/// Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
     slots: VecDeque<Option<V>>,
     /// The slot number of `slots[0]`.
     base: usize,
-    len: usize,
+    /// Rows in `slots`.
+    in_window: usize,
+    /// Rows older than the window, by slot: every key is below `base`.
+    stragglers: BTreeMap<usize, V>,
     ids: std::marker::PhantomData<K>,
 }
+
+/// A window this short is never thinned: below it a map costs more than
+/// the empty slots it would save.
+const WINDOW_FLOOR: usize = 256;
+/// A longer window keeps at least one live row in this many slots.
+const WINDOW_SPARSITY: usize = 4;
 
 impl<K, V> Default for IdTable<K, V> {
     fn default() -> IdTable<K, V> {
         IdTable {
             slots: VecDeque::new(),
             base: 0,
-            len: 0,
+            in_window: 0,
+            stragglers: BTreeMap::new(),
             ids: std::marker::PhantomData,
         }
     }
 }
 
 impl<K: Slot, V> IdTable<K, V> {
-    fn index(&self, id: K) -> Option<usize> {
-        id.slot().checked_sub(self.base)
-    }
-
     pub fn get(&self, id: K) -> Option<&V> {
-        let index = self.index(id)?;
-        self.slots.get(index)?.as_ref()
+        let slot = id.slot();
+        match slot.checked_sub(self.base) {
+            Some(index) => self.slots.get(index)?.as_ref(),
+            None => self.stragglers.get(&slot),
+        }
     }
 
     pub fn get_mut(&mut self, id: K) -> Option<&mut V> {
-        let index = self.index(id)?;
-        self.slots.get_mut(index)?.as_mut()
+        let slot = id.slot();
+        match slot.checked_sub(self.base) {
+            Some(index) => self.slots.get_mut(index)?.as_mut(),
+            None => self.stragglers.get_mut(&slot),
+        }
     }
 
     pub fn contains(&self, id: K) -> bool {
@@ -57,67 +72,104 @@ impl<K: Slot, V> IdTable<K, V> {
 
     /// Writes the row of `id`, replacing the row there.
     pub fn insert(&mut self, id: K, row: V) {
-        if self.len == 0 {
-            // Empty: the window restarts at this id.
-            self.slots.clear();
-            self.base = id.slot();
-        }
         let slot = id.slot();
-        if slot < self.base {
-            // Older than the window (rare: a row written back under an old
-            // id): the window grows at the front.
-            for _ in slot..self.base {
-                self.slots.push_front(None);
-            }
+        if self.in_window == 0
+            && self
+                .stragglers
+                .last_key_value()
+                .is_none_or(|(&last, _)| last < slot)
+        {
+            // No row in the window: it restarts at this id.
+            self.slots.clear();
             self.base = slot;
         }
-        let index = slot - self.base;
+        let Some(index) = slot.checked_sub(self.base) else {
+            // Older than the window (rare: a row written back under an old
+            // id).
+            self.stragglers.insert(slot, row);
+            return;
+        };
         if index >= self.slots.len() {
             self.slots.resize_with(index + 1, || None);
         }
         if self.slots[index].replace(row).is_none() {
-            self.len += 1;
+            self.in_window += 1;
+            self.thin();
         }
     }
 
     pub fn remove(&mut self, id: K) -> Option<V> {
-        let index = self.index(id)?;
+        let slot = id.slot();
+        let Some(index) = slot.checked_sub(self.base) else {
+            return self.stragglers.remove(&slot);
+        };
         let row = self.slots.get_mut(index)?.take()?;
-        self.len -= 1;
+        self.in_window -= 1;
         self.trim();
         Some(row)
     }
 
     /// Keeps the rows `keep` says yes to.
     pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
+        self.stragglers.retain(|_, row| keep(row));
         for slot in &mut self.slots {
             if slot.as_ref().is_some_and(|row| !keep(row)) {
                 *slot = None;
-                self.len -= 1;
+                self.in_window -= 1;
             }
         }
         self.trim();
     }
 
-    /// The window starts at the oldest live row.
+    /// The window starts at the oldest live row it holds.
     fn trim(&mut self) {
         while let Some(None) = self.slots.front() {
             self.slots.pop_front();
             self.base += 1;
         }
+        self.thin();
+    }
+
+    /// Moves the window's oldest rows aside while it is mostly empty slots.
+    #[inline]
+    fn thin(&mut self) {
+        if self.is_sparse() {
+            self.thin_out();
+        }
+    }
+
+    fn is_sparse(&self) -> bool {
+        self.slots.len() > WINDOW_FLOOR && self.slots.len() > WINDOW_SPARSITY * self.in_window
+    }
+
+    #[cold]
+    fn thin_out(&mut self) {
+        while self.is_sparse() {
+            if let Some(Some(row)) = self.slots.pop_front() {
+                self.stragglers.insert(self.base, row);
+                self.in_window -= 1;
+            }
+            self.base += 1;
+            while let Some(None) = self.slots.front() {
+                self.slots.pop_front();
+                self.base += 1;
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.in_window + self.stragglers.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The rows in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.slots.iter().filter_map(|slot| slot.as_ref())
+        self.stragglers
+            .values()
+            .chain(self.slots.iter().filter_map(|slot| slot.as_ref()))
     }
 }
 
@@ -231,6 +283,75 @@ mod tests {
         table.insert(EntryId(7), "g");
         assert_eq!((table.base, table.slots.len()), (6, 1));
         assert!(table.contains(EntryId(7)));
+    }
+
+    /// The table answers as a `BTreeMap` does while rows are born in id
+    /// order and leave mostly in it, some staying on for good (as messages
+    /// of a task held in review do), with rows written back under old ids
+    /// and a `retain` now and then; and the window stays within its
+    /// sparsity bound, so the rows that stay cost a map entry each and not
+    /// a slot for every id born after them.
+    #[test]
+    fn a_table_is_a_map_by_id_and_long_stayers_do_not_widen_the_window() {
+        let mut table: IdTable<EntryId, u64> = IdTable::default();
+        let mut map = BTreeMap::new();
+        let mut state = 7u64;
+        let mut next = 1u32;
+        let mut stayed = 0;
+        for round in 0..60_000u64 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let draw = state >> 33;
+            match draw % 8 {
+                0..=2 => {
+                    table.insert(EntryId(next), round);
+                    map.insert(next, round);
+                    next += 1;
+                }
+                3..=5 => {
+                    // The oldest rows leave, except one in 50 that stays.
+                    let oldest = map.keys().copied().find(|id| id % 50 != 0 || *id > next);
+                    if let Some(id) = oldest {
+                        assert_eq!(table.remove(EntryId(id)), map.remove(&id));
+                    }
+                }
+                6 => {
+                    let id = (draw % u64::from(next)) as u32;
+                    assert_eq!(table.remove(EntryId(id)), map.remove(&id));
+                }
+                _ if round % 500 == 0 => {
+                    table.retain(|row| row % 3 != 0);
+                    map.retain(|_, row| *row % 3 != 0);
+                }
+                _ => {
+                    let id = (draw % u64::from(next)) as u32;
+                    table.insert(EntryId(id), round);
+                    map.insert(id, round);
+                }
+            }
+            let probe = (draw % u64::from(next + 2)) as u32;
+            assert_eq!(table.get(EntryId(probe)), map.get(&probe));
+            assert_eq!(table.contains(EntryId(probe)), map.contains_key(&probe));
+            if let (Some(row), Some(expected)) =
+                (table.get_mut(EntryId(probe)), map.get_mut(&probe))
+            {
+                *row += 1;
+                *expected += 1;
+            }
+            assert_eq!(table.len(), map.len());
+            assert!(
+                table.slots.len() <= WINDOW_FLOOR.max(WINDOW_SPARSITY * table.in_window),
+                "round {round}: a window of {} slots holds {} rows",
+                table.slots.len(),
+                table.in_window
+            );
+            assert!(table.stragglers.keys().all(|slot| *slot < table.base));
+            stayed = stayed.max(table.stragglers.len());
+        }
+        assert!(table.values().eq(map.values()));
+        assert!(stayed > 0, "the rows that stay were moved aside");
+        assert_eq!(table.is_empty(), map.is_empty());
     }
 
     /// The deque answers as a `BTreeSet` does over random inserts and
