@@ -560,7 +560,7 @@ fn inbox_row(world: &World) -> InboxRow {
         .expect("the worker registered a delivery")
         .clone();
     assert!(row.state.is_final());
-    *row
+    row
 }
 
 fn act(world: &mut World, touch: DeliveryTouch) -> Option<&'static str> {

@@ -491,18 +491,14 @@ pub struct Db {
     /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
     /// every create, cancel, read and expiry, and keys share long prefixes.
     idempotency: BTreeMap<KeyOf, Box<IdempotencyRecord>>,
-    /// By outbox id; a row leaves when its task is compacted. Boxed: a
-    /// row lives as long as its task, and one long-lived row keeps the
-    /// window wide.
-    outbox: IdTable<OutboxId, Box<OutboxRow>>,
+    /// By outbox id; a row leaves when its task is compacted.
+    outbox: IdTable<OutboxId, OutboxRow>,
     /// Outbox rows ever written: the last id given out.
     outbox_written: u32,
     /// Unpublished rows by the time they may next be claimed.
     pub unpublished: SortedDeque<(u64, OutboxId)>,
     /// By message id; rows leave when their task is compacted.
-    /// Boxed: a row lives until its task is compacted, and one long-lived
-    /// row keeps the window wide.
-    pub inbox: IdTable<OutboxId, Box<InboxRow>>,
+    pub inbox: IdTable<OutboxId, InboxRow>,
     pub quota_remaining: u64,
     pub quota_total: u64,
     pub manual_review: Vec<ReviewItem>,
@@ -579,12 +575,12 @@ impl Db {
     }
 
     pub fn find_outbox(&self, id: OutboxId) -> Option<&OutboxRow> {
-        self.outbox.get(id).map(|row| &**row)
+        self.outbox.get(id)
     }
 
     /// Every row not compacted away, by id.
     pub fn outbox_rows(&self) -> impl Iterator<Item = &OutboxRow> {
-        self.outbox.values().map(|row| &**row)
+        self.outbox.values()
     }
 
     /// Frees a compacted task's row.
@@ -611,7 +607,7 @@ impl Db {
         self.unpublished.insert((row.ready_ms, row.id));
         self.tasks[row.task.slot()].outbox_rows.push(row.id);
         self.outbox_written += 1;
-        self.outbox.insert(row.id, Box::new(row));
+        self.outbox.insert(row.id, row);
     }
 
     /// Moves an unpublished row to a new claimable time, or out of the

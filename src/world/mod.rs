@@ -273,9 +273,8 @@ pub struct World {
     pub projector: Projector,
     pub reconciler: Reconciler,
     /// Intents whose key's record has not outlived its TTL (after that no
-    /// request can be judged against one), boxed like the outbox rows: an
-    /// intent kept for manual review keeps the window wide.
-    pub intents: IdTable<IntentId, Box<Intent>>,
+    /// request can be judged against one).
+    pub intents: IdTable<IntentId, Intent>,
     /// Intents made so far: the last `IntentId`.
     intents_made: u32,
     /// Filed by `KeyOf` (fingerprint, then text): only looked up.
@@ -752,11 +751,11 @@ impl World {
         self.intents_made += 1;
         self.intents.insert(
             id,
-            Box::new(Intent {
+            Intent {
                 key: key.clone(),
                 fingerprint,
                 first: None,
-            }),
+            },
         );
         id
     }

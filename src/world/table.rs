@@ -16,8 +16,7 @@ pub trait Slot: Copy {
 /// that stays while the rows born after it come and go (a task parked in
 /// review keeps its messages) would hold the window open over every id
 /// since; once the window is mostly empty slots, its oldest rows move
-/// aside to `stragglers`, a map whose memory follows their number. Rows
-/// that may live long are held boxed, so an empty slot costs a pointer.
+/// aside to `stragglers`, a map whose memory follows their number.
 /// Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {

@@ -355,7 +355,7 @@ impl World {
         let hash = job.delivery.payload_sha256;
         let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
         let dedupe = self.mutant != Some(Mutant::NoInboxDedupe);
-        match self.db.inbox.get(message).map(|row| InboxRow::clone(row)) {
+        match self.db.inbox.get(message).cloned() {
             Some(row) if dedupe && row.payload_sha256 != hash => {
                 if self.mutant == Some(Mutant::NoInboxHashCheck) {
                     // Treated as a plain duplicate.
@@ -399,7 +399,7 @@ impl World {
             _ => {
                 self.db.inbox.insert(
                     message,
-                    Box::new(InboxRow {
+                    InboxRow {
                         message,
                         payload_sha256: hash,
                         state: InboxState::Processing,
@@ -407,7 +407,7 @@ impl World {
                         lease,
                         first_seen_ms: now,
                         completed_ms: None,
-                    }),
+                    },
                 );
             }
         }
