@@ -299,6 +299,18 @@ impl Checker {
             .and_then(|v| mirror.history.get(v))
     }
 
+    /// A worker crashed holding `delivery`: it will never be answered (the
+    /// broker hands the message out again under a new delivery id), so its
+    /// class goes, or every crash would leave one behind for good.
+    pub fn forget_delivery(&mut self, delivery: u64) {
+        self.deliveries.remove(delivery);
+    }
+
+    /// Deliveries registered and not yet answered.
+    pub fn open_deliveries(&self) -> usize {
+        self.deliveries.open.len()
+    }
+
     pub fn forget_message(&mut self, message: OutboxId) {
         self.inbox.remove(message);
     }

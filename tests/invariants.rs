@@ -612,6 +612,30 @@ fn fires_inbox_conflict_quarantined() {
     }
 }
 
+/// The checker keeps the class of each delivery a worker registered until
+/// it is answered; a worker that crashes holding one never answers it, and
+/// the broker hands the message out again under a new delivery id. So what
+/// stays open is at most one delivery per worker with a job, however many
+/// workers crashed (the bench world crashes workers all along).
+#[test]
+fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
+    let mut world = sim::bench::bench_world(60_000);
+    let mut workers_down = 0;
+    while world.steps < 60_000 && world.step() == Stepped::Step {
+        let jobs = world.workers.iter().filter(|w| w.job.is_some()).count();
+        let down = world.workers.iter().filter(|w| !w.life.up).count();
+        workers_down = workers_down.max(down);
+        assert!(
+            world.checker.open_deliveries() <= jobs,
+            "step {}: {} deliveries open, {jobs} workers with a job",
+            world.steps,
+            world.checker.open_deliveries()
+        );
+    }
+    assert!(world.violation.is_none(), "{:?}", world.violation);
+    assert!(workers_down > 0, "workers crashed during the run");
+}
+
 #[test]
 fn fires_duplicate_acked_with_first_result() {
     let mut world = happy();

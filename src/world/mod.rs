@@ -693,7 +693,12 @@ impl World {
                     .count() as u32;
             }
             ActorKind::Publisher => self.publishers[index].wipe(),
-            ActorKind::Worker => self.workers[index].wipe(),
+            ActorKind::Worker => {
+                if let Some(job) = &self.workers[index].job {
+                    self.checker.forget_delivery(job.delivery_id);
+                }
+                self.workers[index].wipe();
+            }
             ActorKind::Projector => self.projector.wipe(),
             ActorKind::Reconciler => self.reconciler.wipe(),
             _ => {}
