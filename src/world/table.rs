@@ -16,7 +16,10 @@ pub trait Slot: Copy {
 /// that stays while the rows born after it come and go (a task parked in
 /// review keeps its messages) would hold the window open over every id
 /// since; once the window is mostly empty slots, its oldest rows move
-/// aside to `stragglers`, a map whose memory follows their number.
+/// aside to `stragglers`, a map whose memory follows their number. They
+/// move there boxed: a node of the map then holds pointers, not rows, so
+/// it stays a small allocation (a node of large rows is a request big
+/// enough to make malloc consolidate its free lists first).
 /// Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
@@ -26,7 +29,7 @@ pub struct IdTable<K, V> {
     /// Rows in `slots`.
     in_window: usize,
     /// Rows older than the window, by slot: every key is below `base`.
-    stragglers: BTreeMap<usize, V>,
+    stragglers: BTreeMap<usize, Box<V>>,
     ids: std::marker::PhantomData<K>,
 }
 
@@ -53,7 +56,7 @@ impl<K: Slot, V> IdTable<K, V> {
         let slot = id.slot();
         match slot.checked_sub(self.base) {
             Some(index) => self.slots.get(index)?.as_ref(),
-            None => self.stragglers.get(&slot),
+            None => self.stragglers.get(&slot).map(|row| &**row),
         }
     }
 
@@ -61,7 +64,7 @@ impl<K: Slot, V> IdTable<K, V> {
         let slot = id.slot();
         match slot.checked_sub(self.base) {
             Some(index) => self.slots.get_mut(index)?.as_mut(),
-            None => self.stragglers.get_mut(&slot),
+            None => self.stragglers.get_mut(&slot).map(|row| &mut **row),
         }
     }
 
@@ -85,7 +88,7 @@ impl<K: Slot, V> IdTable<K, V> {
         let Some(index) = slot.checked_sub(self.base) else {
             // Older than the window (rare: a row written back under an old
             // id).
-            self.stragglers.insert(slot, row);
+            self.stragglers.insert(slot, Box::new(row));
             return;
         };
         if index >= self.slots.len() {
@@ -100,7 +103,7 @@ impl<K: Slot, V> IdTable<K, V> {
     pub fn remove(&mut self, id: K) -> Option<V> {
         let slot = id.slot();
         let Some(index) = slot.checked_sub(self.base) else {
-            return self.stragglers.remove(&slot);
+            return self.stragglers.remove(&slot).map(|row| *row);
         };
         let row = self.slots.get_mut(index)?.take()?;
         self.in_window -= 1;
@@ -145,7 +148,7 @@ impl<K: Slot, V> IdTable<K, V> {
     fn thin_out(&mut self) {
         while self.is_sparse() {
             if let Some(Some(row)) = self.slots.pop_front() {
-                self.stragglers.insert(self.base, row);
+                self.stragglers.insert(self.base, Box::new(row));
                 self.in_window -= 1;
             }
             self.base += 1;
@@ -168,6 +171,7 @@ impl<K: Slot, V> IdTable<K, V> {
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.stragglers
             .values()
+            .map(|row| &**row)
             .chain(self.slots.iter().filter_map(|slot| slot.as_ref()))
     }
 }
