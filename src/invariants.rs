@@ -11,7 +11,6 @@ use crate::hash::{Sha, hex};
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
 use crate::world::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
 use crate::world::ids::{KeyOf, OutboxId, TaskId};
-use crate::world::rows::Rows;
 use crate::world::table::IdTable;
 use crate::world::{DeliveryAct, World};
 
@@ -231,7 +230,7 @@ impl OpenDeliveries {
 
 #[derive(Debug, Default)]
 pub struct Checker {
-    tasks: Rows<Mirror>,
+    tasks: Vec<Mirror>,
     /// Event ids that do not name their own task, by the task they went to.
     event_ids: BTreeMap<Text, TaskId>,
     /// By message id, like the database's inbox; a copy leaves when its
@@ -450,7 +449,7 @@ impl Checker {
 
 /// The mirror of `task` in `tasks`, made (with those of the tasks before
 /// it) on first sight.
-fn mirror_in<'a>(tasks: &'a mut Rows<Mirror>, db: &Db, task: TaskId) -> &'a mut Mirror {
+fn mirror_in<'a>(tasks: &'a mut Vec<Mirror>, db: &Db, task: TaskId) -> &'a mut Mirror {
     while tasks.len() <= task.slot() {
         let id = TaskId(tasks.len() as u32 + 1);
         let mut history = Vec::with_capacity(3);

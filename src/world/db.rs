@@ -11,7 +11,6 @@ use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
 use super::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
-use super::rows::Rows;
 use super::table::{IdTable, SortedDeque};
 
 /// The one idempotency scope of this pipeline.
@@ -485,9 +484,8 @@ pub struct Db {
     /// not boxed: a compacted row lives as long as the run, and boxed it
     /// would pin a small block among the young data for good, spreading
     /// the working set over a heap that grows with the work done. Inline,
-    /// old rows stay together and recent ones are adjacent; in `Rows`,
-    /// growing the table never copies the old ones.
-    pub tasks: Rows<TaskRow>,
+    /// old rows stay together and recent ones are adjacent.
+    pub tasks: Vec<TaskRow>,
     /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
     /// every create, cancel, read and expiry, and keys share long prefixes.
     idempotency: BTreeMap<KeyOf, Box<IdempotencyRecord>>,

@@ -7,7 +7,6 @@ pub mod broker;
 pub mod cache;
 pub mod db;
 pub mod ids;
-pub mod rows;
 pub mod schedule;
 pub mod step;
 pub mod store;
