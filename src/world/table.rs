@@ -9,9 +9,10 @@ pub trait Slot: Copy {
     fn slot(self) -> usize;
 }
 
-/// A table of rows by counter id. A lookup is an index into a window, not
-/// a walk down B-tree nodes, and a short-lived row costs no allocation of
-/// its own. The window starts at the oldest live row it holds, so its
+/// A table of rows by counter id. A lookup in the window is an index, not
+/// a walk down B-tree nodes (an id below it costs a search of the rows set
+/// aside, a map that is mostly empty), and a short-lived row costs no
+/// allocation of its own. The window starts at the oldest live row it holds, so its
 /// memory follows the rows in flight, not every row ever written. A row
 /// that stays while the rows born after it come and go (a task parked in
 /// review keeps its messages) would hold the window open over every id
@@ -19,7 +20,8 @@ pub trait Slot: Copy {
 /// aside to `stragglers`, a map whose memory follows their number. They
 /// move there boxed: a node of the map then holds pointers, not rows, so
 /// it stays a small allocation (a node of large rows is a request big
-/// enough to make malloc consolidate its free lists first).
+/// enough to make malloc consolidate its free lists first). Small rows
+/// pay for the box too; few rows go aside, and one rule is simpler.
 /// Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
@@ -36,8 +38,13 @@ pub struct IdTable<K, V> {
 /// A window this short is never thinned: below it a map costs more than
 /// the empty slots it would save.
 const WINDOW_FLOOR: usize = 256;
-/// A longer window keeps at least one live row in this many slots.
+/// A longer window holds at least one row per this many slots, on average.
 const WINDOW_SPARSITY: usize = 4;
+
+/// Whether a window of `slots` holding `rows` is to be thinned.
+fn too_sparse(slots: usize, rows: usize) -> bool {
+    slots > WINDOW_FLOOR && slots > WINDOW_SPARSITY * rows
+}
 
 impl<K, V> Default for IdTable<K, V> {
     fn default() -> IdTable<K, V> {
@@ -86,9 +93,24 @@ impl<K: Slot, V> IdTable<K, V> {
             self.base = slot;
         }
         let Some(index) = slot.checked_sub(self.base) else {
-            // Older than the window (rare: a row written back under an old
-            // id).
-            self.stragglers.insert(slot, Box::new(row));
+            // Older than the window: a row written back under an old id
+            // (the broker's count of a task's entries is). Near enough, the
+            // window grows at the front to take it; far back, it goes aside.
+            let past_aside = self
+                .stragglers
+                .last_key_value()
+                .is_none_or(|(&last, _)| last < slot);
+            let grown = self.slots.len() + (self.base - slot);
+            if past_aside && !too_sparse(grown, self.in_window + 1) {
+                for _ in slot..self.base {
+                    self.slots.push_front(None);
+                }
+                self.base = slot;
+                self.slots[0] = Some(row);
+                self.in_window += 1;
+            } else {
+                self.stragglers.insert(slot, Box::new(row));
+            }
             return;
         };
         if index >= self.slots.len() {
@@ -141,7 +163,7 @@ impl<K: Slot, V> IdTable<K, V> {
     }
 
     fn is_sparse(&self) -> bool {
-        self.slots.len() > WINDOW_FLOOR && self.slots.len() > WINDOW_SPARSITY * self.in_window
+        too_sparse(self.slots.len(), self.in_window)
     }
 
     #[cold]
@@ -300,12 +322,14 @@ mod tests {
         let mut map = BTreeMap::new();
         let mut state = 7u64;
         let mut next = 1u32;
-        let mut stayed = 0;
+        let mut stayer_set_aside = false;
         for round in 0..60_000u64 {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1);
             let draw = state >> 33;
+            // An id born so far (ids start at 1).
+            let born = 1 + (draw % u64::from(next.max(2) - 1)) as u32;
             match draw % 8 {
                 0..=2 => {
                     table.insert(EntryId(next), round);
@@ -314,26 +338,24 @@ mod tests {
                 }
                 3..=5 => {
                     // The oldest rows leave, except one in 50 that stays.
-                    let oldest = map.keys().copied().find(|id| id % 50 != 0 || *id > next);
+                    let oldest = map.keys().copied().find(|id| id % 50 != 0);
                     if let Some(id) = oldest {
                         assert_eq!(table.remove(EntryId(id)), map.remove(&id));
                     }
                 }
                 6 => {
-                    let id = (draw % u64::from(next)) as u32;
-                    assert_eq!(table.remove(EntryId(id)), map.remove(&id));
+                    assert_eq!(table.remove(EntryId(born)), map.remove(&born));
                 }
                 _ if round % 500 == 0 => {
                     table.retain(|row| row % 3 != 0);
                     map.retain(|_, row| *row % 3 != 0);
                 }
                 _ => {
-                    let id = (draw % u64::from(next)) as u32;
-                    table.insert(EntryId(id), round);
-                    map.insert(id, round);
+                    table.insert(EntryId(born), round);
+                    map.insert(born, round);
                 }
             }
-            let probe = (draw % u64::from(next + 2)) as u32;
+            let probe = 1 + (draw % u64::from(next + 1)) as u32;
             assert_eq!(table.get(EntryId(probe)), map.get(&probe));
             assert_eq!(table.contains(EntryId(probe)), map.contains_key(&probe));
             if let (Some(row), Some(expected)) =
@@ -350,11 +372,81 @@ mod tests {
                 table.in_window
             );
             assert!(table.stragglers.keys().all(|slot| *slot < table.base));
-            stayed = stayed.max(table.stragglers.len());
+            // A slot is its id less one.
+            stayer_set_aside |= table.stragglers.keys().any(|slot| (slot + 1) % 50 == 0);
         }
         assert!(table.values().eq(map.values()));
-        assert!(stayed > 0, "the rows that stay were moved aside");
+        assert!(stayer_set_aside, "a row that stayed was moved aside");
         assert_eq!(table.is_empty(), map.is_empty());
+    }
+
+    /// An `IdTable` and the `BTreeMap` it must answer like, checked
+    /// against each other after every write.
+    #[derive(Default)]
+    struct Twins {
+        table: IdTable<EntryId, u32>,
+        map: BTreeMap<u32, u32>,
+    }
+
+    impl Twins {
+        fn insert(&mut self, id: u32) {
+            self.table.insert(EntryId(id), id * 10);
+            self.map.insert(id, id * 10);
+            self.agree();
+        }
+
+        fn remove(&mut self, id: u32) {
+            assert_eq!(self.table.remove(EntryId(id)), self.map.remove(&id));
+            self.agree();
+        }
+
+        fn agree(&self) {
+            assert_eq!(self.table.len(), self.map.len());
+            assert!(self.table.values().eq(self.map.values()));
+            for id in 1..=1000 {
+                assert_eq!(self.table.get(EntryId(id)), self.map.get(&id), "id {id}");
+            }
+            assert!(
+                self.table
+                    .stragglers
+                    .keys()
+                    .all(|slot| *slot < self.table.base)
+            );
+        }
+    }
+
+    /// The window restarts at an id written while it is empty only when
+    /// that id is past every row set aside; an id at or below one of them
+    /// joins them instead, so the set-aside rows stay below the window.
+    #[test]
+    fn an_empty_window_restarts_only_past_the_rows_set_aside() {
+        let mut twins = Twins::default();
+        for id in 1..=400 {
+            twins.insert(id);
+        }
+        // Rows 1 and 400 stay in a window of 400 slots: row 1 moves aside.
+        for id in 2..=399 {
+            twins.remove(id);
+        }
+        let table = &twins.table;
+        assert_eq!((table.stragglers.len(), table.base), (1, 399));
+        // Far below the window: set aside too. Then the window empties.
+        twins.insert(2);
+        twins.remove(400);
+        assert_eq!(twins.table.in_window, 0);
+        // At or below the last row set aside: it joins (or replaces) them.
+        twins.insert(1);
+        twins.insert(2);
+        assert_eq!(twins.table.in_window, 0);
+        // Past them: the window restarts there.
+        twins.insert(3);
+        assert_eq!((twins.table.base, twins.table.in_window), (2, 1));
+        twins.insert(2);
+        twins.remove(3);
+        twins.insert(2);
+        twins.remove(1);
+        twins.remove(2);
+        assert!(twins.table.is_empty());
     }
 
     /// The deque answers as a `BTreeSet` does over random inserts and
