@@ -12,17 +12,17 @@ pub trait Slot: Copy {
 /// A table of rows by counter id. A lookup in the window is an index, not
 /// a walk down B-tree nodes (an id below it costs a search of the rows set
 /// aside, a map that is mostly empty), and a short-lived row costs no
-/// allocation of its own. The window starts at the oldest live row it holds, so its
-/// memory follows the rows in flight, not every row ever written. A row
-/// that stays while the rows born after it come and go (a task parked in
-/// review keeps its messages) would hold the window open over every id
-/// since; once the window is mostly empty slots, its oldest rows move
-/// aside to `stragglers`, a map whose memory follows their number. They
-/// move there boxed: a node of the map then holds pointers, not rows, so
-/// it stays a small allocation (a node of large rows is a request big
-/// enough to make malloc consolidate its free lists first). Small rows
-/// pay for the box too; few rows go aside, and one rule is simpler.
-/// Iteration is in id order.
+/// allocation of its own. The window starts at the oldest live row it
+/// holds, so its memory follows the rows in flight, not every row ever
+/// written. A row that stays while the rows born after it come and go (a
+/// task parked in review keeps its messages) would hold the window open
+/// over every id since; once the window is mostly empty slots, its oldest
+/// rows move aside to `stragglers`, a map whose memory follows their
+/// number. They move there boxed: a node of the map then holds pointers,
+/// not rows, so it stays a small allocation (a node of large rows is a
+/// request big enough to make malloc consolidate its free lists first).
+/// Small rows pay for the box too; few rows go aside, and one rule is
+/// simpler. Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
     slots: VecDeque<Option<V>>,
