@@ -163,58 +163,36 @@ pub struct Touched {
     pub delivered: Vec<(ids::EntryId, u32)>,
 }
 
+/// `$each` applied to every list of a `Touched`, as an array of the
+/// results. The lists are named once, in a destructuring that stops
+/// compiling when a list is added, so neither `is_empty` nor `clear` can
+/// miss one.
+macro_rules! each_list {
+    ($touched:expr, |$list:ident| $each:expr) => {
+        each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
+            projection created answers deliveries delivered)
+    };
+    (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
+        let Touched { $($name),* } = $touched;
+        [$({ let $list = $name; $each }),*]
+    }};
+}
+
 impl Touched {
-    /// Nothing to check. Names every list, so a new one cannot be missed.
+    /// Nothing to check.
     pub fn is_empty(&self) -> bool {
-        let Touched {
-            tasks,
-            keys,
-            tokens,
-            entries,
-            cache,
-            projection,
-            created,
-            answers,
-            deliveries,
-            delivered,
-        } = self;
-        tasks.is_empty()
-            && keys.is_empty()
-            && tokens.is_empty()
-            && entries.is_empty()
-            && cache.is_empty()
-            && projection.is_empty()
-            && created.is_empty()
-            && answers.is_empty()
-            && deliveries.is_empty()
-            && delivered.is_empty()
+        // Returns at the first list with something in it, as a chain of
+        // `&&` would: this runs every step (evaluating all ten lists cost
+        // 70 instructions a step more).
+        each_list!(self, |list| if !list.is_empty() {
+            return false;
+        });
+        true
     }
 
-    /// Empties every list, keeping their buffers. Names every list, like
-    /// `is_empty`, so a new one cannot be missed.
+    /// Empties every list, keeping their buffers.
     fn clear(&mut self) {
-        let Touched {
-            tasks,
-            keys,
-            tokens,
-            entries,
-            cache,
-            projection,
-            created,
-            answers,
-            deliveries,
-            delivered,
-        } = self;
-        tasks.clear();
-        keys.clear();
-        tokens.clear();
-        entries.clear();
-        cache.clear();
-        projection.clear();
-        created.clear();
-        answers.clear();
-        deliveries.clear();
-        delivered.clear();
+        each_list!(self, |list| list.clear());
     }
 }
 
