@@ -338,7 +338,7 @@ fn fires_event_id_unique() {
     clean(&mut world, tasks(&[TASK]));
     let row = world.db.task_mut(TASK);
     let mut other = row.events.last().expect("events").clone();
-    std::rc::Rc::make_mut(&mut other.event).event_id = Text::from("task-1:TaskCompleted:1:again");
+    Rc::make_mut(&mut other.event).event_id = Text::from("task-1:TaskCompleted:1:again");
     row.events.push(other);
     fires(&mut world, tasks(&[TASK]), "event-id-unique");
 }
@@ -447,7 +447,7 @@ fn fires_replay_matches_state() {
     let row = world.db.task_mut(TASK);
     let mut started = row.events[0].clone();
     assert!(matches!(started.event.body, EventBody::TaskStarted { .. }));
-    started.event = std::rc::Rc::new(TaskEvent {
+    started.event = Rc::new(TaskEvent {
         event_id: Text::from("task-1:TaskStarted:2"),
         sequence: 3,
         ..(*started.event).clone()
@@ -630,8 +630,8 @@ fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
             .collect()
     };
     let mut crashed_holding_a_job = 0;
+    let mut before = holding(&world);
     while world.steps < 60_000 {
-        let before = holding(&world);
         if world.step() != Stepped::Step {
             break;
         }
@@ -641,7 +641,8 @@ fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
             .zip(&before)
             .filter(|(worker, held)| **held && !worker.life.up)
             .count();
-        let jobs = holding(&world).into_iter().filter(|held| *held).count();
+        before = holding(&world);
+        let jobs = before.iter().filter(|held| **held).count();
         assert_eq!(
             world.checker.open_deliveries(),
             jobs,
