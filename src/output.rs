@@ -26,7 +26,7 @@ pub fn print(text: &str) {
 /// The one rule for a failed write to `stream`: a reader that went away
 /// returns (the caller drops the rest of its output); anything else ends
 /// sim with exit 2.
-fn closed_or_exit(error: std::io::Error, stream: &str) {
+pub(crate) fn closed_or_exit(error: std::io::Error, stream: &str) {
     if error.kind() != std::io::ErrorKind::BrokenPipe {
         crate::errln!("error: cannot write to {stream}: {error}");
         std::process::exit(i32::from(crate::error::EXIT_INPUT));

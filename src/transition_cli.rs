@@ -47,17 +47,10 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
         }
         // A reader that went away (`sim transition … | head`) is not an
         // error worth a message; the exit code still says whether any line
-        // that was read had erred.
-        Err(Failure::Write(error, erred)) if error.kind() == io::ErrorKind::BrokenPipe => {
-            if erred {
-                EXIT_INPUT
-            } else {
-                EXIT_OK
-            }
-        }
-        Err(Failure::Write(error, _)) => {
-            crate::errln!("error: cannot write to standard output: {error}");
-            EXIT_INPUT
+        // that was read had erred. Any other failed write ends sim there.
+        Err(Failure::Write(error, erred)) => {
+            crate::output::closed_or_exit(error, "standard output");
+            if erred { EXIT_INPUT } else { EXIT_OK }
         }
     }
 }
