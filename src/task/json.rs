@@ -1250,6 +1250,12 @@ pub fn decimal(digits: &mut [u8; 20], mut number: u64) -> &str {
     std::str::from_utf8(&digits[start..]).expect("ASCII digits")
 }
 
+/// Whether `emit_str` escapes `byte`: the quote, the backslash and the
+/// controls below 0x20.
+fn needs_escape(byte: u8) -> bool {
+    byte < 0x20 || byte == b'"' || byte == b'\\'
+}
+
 fn emit_option_str<S: Sink>(out: &mut S, text: Option<&str>) {
     match text {
         Some(text) => emit_str(out, text),
@@ -1263,18 +1269,18 @@ fn emit_option_str<S: Sink>(out: &mut S, text: Option<&str>) {
 fn emit_str<S: Sink>(out: &mut S, text: &str) {
     out.put("\"");
     let bytes = text.as_bytes();
-    // Ids, hashes and codes need no escape: one pass to see that, then
-    // the text in one piece instead of a run at a time.
-    if bytes
-        .iter()
-        .all(|&byte| byte >= 0x20 && byte != b'"' && byte != b'\\')
-    {
+    // Ids, hashes and codes need no escape: a plain scan for one costs
+    // less per byte than the escape loop below, which they then skip.
+    if !bytes.iter().any(|&byte| needs_escape(byte)) {
         out.put(text);
         out.put("\"");
         return;
     }
     let mut run_start = 0;
     for (index, &byte) in bytes.iter().enumerate() {
+        if !needs_escape(byte) {
+            continue;
+        }
         let mut control = [b'\\', b'u', b'0', b'0', 0, 0];
         let escape: &str = match byte {
             b'"' => "\\\"",
@@ -1284,11 +1290,10 @@ fn emit_str<S: Sink>(out: &mut S, text: &str) {
             b'\t' => "\\t",
             0x08 => "\\b",
             0x0c => "\\f",
-            0x00..=0x1f => {
+            _ => {
                 [control[4], control[5]] = crate::hash::hex_pair(byte);
                 std::str::from_utf8(&control).expect("ASCII escape")
             }
-            _ => continue,
         };
         // Escaped bytes are ASCII, so these slices fall on char boundaries.
         out.put(&text[run_start..index]);
