@@ -82,37 +82,26 @@ impl<K: Slot, V> IdTable<K, V> {
     /// Writes the row of `id`, replacing the row there.
     pub fn insert(&mut self, id: K, row: V) {
         let slot = id.slot();
-        if self.in_window == 0
-            && self
-                .stragglers
-                .last_key_value()
-                .is_none_or(|(&last, _)| last < slot)
-        {
+        if self.in_window == 0 && self.past_aside(slot) {
             // No row in the window: it restarts at this id.
             self.slots.clear();
             self.base = slot;
         }
-        let Some(index) = slot.checked_sub(self.base) else {
+        if slot < self.base {
             // Older than the window: a row written back under an old id
             // (the broker's count of a task's entries is). Near enough, the
             // window grows at the front to take it; far back, it goes aside.
-            let past_aside = self
-                .stragglers
-                .last_key_value()
-                .is_none_or(|(&last, _)| last < slot);
             let grown = self.slots.len() + (self.base - slot);
-            if past_aside && !too_sparse(grown, self.in_window + 1) {
-                for _ in slot..self.base {
-                    self.slots.push_front(None);
-                }
-                self.base = slot;
-                self.slots[0] = Some(row);
-                self.in_window += 1;
-            } else {
+            if !self.past_aside(slot) || too_sparse(grown, self.in_window + 1) {
                 self.stragglers.insert(slot, Box::new(row));
+                return;
             }
-            return;
-        };
+            for _ in slot..self.base {
+                self.slots.push_front(None);
+            }
+            self.base = slot;
+        }
+        let index = slot - self.base;
         if index >= self.slots.len() {
             self.slots.resize_with(index + 1, || None);
         }
@@ -120,6 +109,13 @@ impl<K: Slot, V> IdTable<K, V> {
             self.in_window += 1;
             self.thin();
         }
+    }
+
+    /// Whether `slot` is above every row set aside, as the window must be.
+    fn past_aside(&self, slot: usize) -> bool {
+        self.stragglers
+            .last_key_value()
+            .is_none_or(|(&last, _)| last < slot)
     }
 
     pub fn remove(&mut self, id: K) -> Option<V> {
@@ -147,11 +143,16 @@ impl<K: Slot, V> IdTable<K, V> {
 
     /// The window starts at the oldest live row it holds.
     fn trim(&mut self) {
+        self.skip_empty_front();
+        self.thin();
+    }
+
+    /// Drops the empty slots at the window's front.
+    fn skip_empty_front(&mut self) {
         while let Some(None) = self.slots.front() {
             self.slots.pop_front();
             self.base += 1;
         }
-        self.thin();
     }
 
     /// Moves the window's oldest rows aside while it is mostly empty slots.
@@ -174,10 +175,7 @@ impl<K: Slot, V> IdTable<K, V> {
                 self.in_window -= 1;
             }
             self.base += 1;
-            while let Some(None) = self.slots.front() {
-                self.slots.pop_front();
-                self.base += 1;
-            }
+            self.skip_empty_front();
         }
     }
 
