@@ -342,9 +342,7 @@ impl TraceFile {
         crate::errln!("{message}");
         std::process::exit(i32::from(crate::error::EXIT_INPUT));
     }
-}
 
-impl TraceFile {
     fn write(&mut self, bytes: &[u8]) {
         use std::io::Write;
         if let Err(error) = self.file.write_all(bytes) {
