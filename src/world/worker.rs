@@ -203,7 +203,7 @@ impl World {
             WorkerPhase::Idle => unreachable!("handled above"),
             WorkerPhase::Register => {
                 self.touch_delivery(&job, DeliveryAct::Register);
-                self.worker_register(index, &mut job)
+                self.worker_register(&mut job)
             }
             WorkerPhase::Start => self.worker_start(&mut job),
             WorkerPhase::Plan => self.worker_plan(&mut job),
@@ -212,7 +212,7 @@ impl World {
             WorkerPhase::ReadBack => self.worker_read_back(&mut job),
             WorkerPhase::Verify { good } => self.worker_verify(&mut job, good),
             WorkerPhase::Recheck => self.worker_recheck(&mut job),
-            WorkerPhase::Reload => self.worker_reload(index, &mut job),
+            WorkerPhase::Reload => self.worker_reload(&mut job),
             WorkerPhase::Complete => self.worker_complete(&mut job),
             WorkerPhase::Ack => self.worker_ack(&mut job),
             WorkerPhase::Nack(code) => self.worker_nack(&mut job, code),
@@ -222,7 +222,7 @@ impl World {
             WorkerPhase::Compensate => self.worker_compensate(&mut job),
             WorkerPhase::CheckHidden => self.worker_check_hidden(&mut job),
             WorkerPhase::Fail => self.worker_fail(&mut job),
-            WorkerPhase::Fence => self.worker_fence(&mut job, index),
+            WorkerPhase::Fence => self.worker_fence(&mut job),
         };
         self.settle(index, job, next);
         true
@@ -337,20 +337,19 @@ impl World {
         self.rec.attempt = attempt;
         self.rec.hash = Some(job.delivery.payload_sha256);
         self.touch_delivery(&job, DeliveryAct::Register);
-        let next = self.worker_register(index, &mut job);
+        let next = self.worker_register(&mut job);
         self.settle(index, job, next);
         true
     }
 
     /// The inbox transaction (DESIGN §3 Process step 1), which also reads
     /// the task and decides (step 2).
-    fn worker_register(&mut self, index: usize, job: &mut Job) -> Step {
+    fn worker_register(&mut self, job: &mut Job) -> Step {
         if self.commit_fault() == Some(false) {
             return Step::Done;
         }
         let now = self.now;
-        let actor = World::worker_actor(index);
-        let incarnation = self.workers[index].life.incarnation;
+        let (actor, incarnation) = self.worker_holder();
         let message = job.delivery.message;
         let hash = job.delivery.payload_sha256;
         let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
@@ -412,15 +411,14 @@ impl World {
             }
         }
         self.touched.entries.push(job.delivery.entry);
-        self.decide(index, job)
+        self.decide(job)
     }
 
     /// Reads the task and decides what this delivery means now (DESIGN §3
     /// Process step 2). Part of the inbox transaction or of a reload.
-    fn decide(&mut self, index: usize, job: &mut Job) -> Step {
+    fn decide(&mut self, job: &mut Job) -> Step {
         let now = self.now;
-        let actor = World::worker_actor(index);
-        let incarnation = self.workers[index].life.incarnation;
+        let (actor, incarnation) = self.worker_holder();
         let state = StateSeen::of(&self.db.task(job.task).state);
         job.version = state.version;
         self.rec.version = Some(state.version);
@@ -1008,11 +1006,11 @@ impl World {
 
     /// Re-reads the task after a conflict (reload) or before completing
     /// (recheck: a cancellation may have arrived, DESIGN §3 step 7).
-    fn worker_reload(&mut self, index: usize, job: &mut Job) -> Step {
+    fn worker_reload(&mut self, job: &mut Job) -> Step {
         if self.commit_fault() == Some(false) {
             return Step::Done;
         }
-        self.decide_after_reload(index, job)
+        self.decide_after_reload(job)
     }
 
     fn worker_recheck(&mut self, job: &mut Job) -> Step {
@@ -1027,7 +1025,7 @@ impl World {
     }
 
     /// A reload that finds the effect already settled goes straight on.
-    fn decide_after_reload(&mut self, index: usize, job: &mut Job) -> Step {
+    fn decide_after_reload(&mut self, job: &mut Job) -> Step {
         let state = StateSeen::of(&self.db.task(job.task).state);
         let verified = self
             .db
@@ -1042,7 +1040,7 @@ impl World {
             self.rec.outcome = state.status.as_str();
             return Step::Next(WorkerPhase::Complete, self.latency());
         }
-        self.decide(index, job)
+        self.decide(job)
     }
 
     /// `CompleteTask`, inbox completed and the events' outbox rows in one
@@ -1108,10 +1106,9 @@ impl World {
     }
 
     /// The cancellation path: fence, then settle.
-    fn worker_fence(&mut self, job: &mut Job, index: usize) -> Step {
+    fn worker_fence(&mut self, job: &mut Job) -> Step {
         let mut fence = job.fence.take().expect("a fencing worker has a fence");
-        let incarnation = self.workers[index].life.incarnation;
-        let actor = self.rec.actor;
+        let (actor, incarnation) = self.worker_holder();
         let progress = self.fence_step(actor, &mut fence, incarnation);
         match progress {
             FenceProgress::Next(delay) => {
