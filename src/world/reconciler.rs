@@ -398,10 +398,9 @@ impl World {
         self.cache.entries.remove(&task);
         self.projector.models.remove(&task);
         self.store.archive_task(task);
-        while let Some((&reader, _)) = self.highest_seen.range((task, 0)..=(task, u16::MAX)).next()
-        {
-            self.highest_seen.remove(&reader);
-        }
+        self.highest_seen
+            .extract_if((task, 0)..=(task, u16::MAX), |_, _| true)
+            .for_each(drop);
         self.checker.forget_history(task);
     }
 }
