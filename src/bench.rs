@@ -500,8 +500,8 @@ fn sample_in_child(workload: &Workload, quick: bool) -> Sample {
 }
 
 pub fn bench_command(options: &BenchOptions) -> u8 {
-    let all = workloads(options.quick);
-    let known: Vec<String> = all.iter().map(Workload::name).collect();
+    let every = workloads(options.quick);
+    let known: Vec<String> = every.iter().map(Workload::name).collect();
     if let Some(unknown) = options.only.iter().find(|name| !known.contains(name)) {
         crate::errln!(
             "error: --only {unknown}: no such workload; expected one of: {}",
@@ -509,7 +509,7 @@ pub fn bench_command(options: &BenchOptions) -> u8 {
         );
         return EXIT_INPUT;
     }
-    let chosen: Vec<Workload> = all
+    let chosen: Vec<Workload> = every
         .into_iter()
         .filter(|w| options.only.is_empty() || options.only.contains(&w.name()))
         .collect();
@@ -586,14 +586,12 @@ pub fn report(all: &[Figures]) -> String {
         all.first().map_or(0, |f| f.repeats)
     );
     let by = |prefix: &str| all.iter().find(|f| f.name == prefix);
-    let largest_on = all
-        .iter()
-        .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
-        .max_by_key(|f| f.steps);
-    let smallest_on = all
-        .iter()
-        .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
-        .min_by_key(|f| f.steps);
+    let fuzz_checked = || {
+        all.iter()
+            .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
+    };
+    let largest_on = fuzz_checked().max_by_key(|f| f.steps);
+    let smallest_on = fuzz_checked().min_by_key(|f| f.steps);
     if let (Some(large), Some(small)) = (largest_on, smallest_on) {
         if let Some(r) = paired_ratio(&large.ns_per_step_by_round, &small.ns_per_step_by_round) {
             let _ = writeln!(
