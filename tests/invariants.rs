@@ -657,6 +657,57 @@ fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
     );
 }
 
+/// Intents follow the requests in flight. Each counts exactly the client
+/// requests and API calls that carry it, and one stays only while
+/// something can still be judged against it: a request carries it, its
+/// first answer binds retries until a deadline still ahead, or it is its
+/// key's live record's intent, forgotten when the record's retention ends.
+/// Given-up requests and requests refused for reusing a key no longer leave
+/// their intent behind for good.
+#[test]
+fn intents_are_forgotten_once_nothing_can_judge_them() {
+    use std::collections::BTreeMap;
+    let mut world = sim::bench::bench_world(60_000);
+    let mut most = 0;
+    while world.steps < 60_000 {
+        if world.step() != Stepped::Step {
+            break;
+        }
+        let mut carried: BTreeMap<IntentId, u32> = BTreeMap::new();
+        let carriers = world.outgoing.values().map(|request| request.intent);
+        for intent in carriers.chain(world.calls.values().map(|call| call.intent)) {
+            if let Some(intent) = intent.filter(|&id| world.intents.get(id).is_some()) {
+                *carried.entry(intent).or_default() += 1;
+            }
+        }
+        for (&id, &count) in &carried {
+            assert_eq!(world.intents.get(id).map(|row| row.carried), Some(count));
+        }
+        let counted: u32 = world.intents.values().map(|row| row.carried).sum();
+        assert_eq!(
+            counted,
+            carried.values().sum::<u32>(),
+            "step {}",
+            world.steps
+        );
+        for row in world.intents.values() {
+            let deadline_ahead = row.first.is_some_and(|first| world.now < first.deadline_ms);
+            let records_intent = world
+                .db
+                .record(&row.key)
+                .is_some_and(|record| record.fingerprint == row.fingerprint);
+            assert!(
+                row.carried > 0 || deadline_ahead || records_intent,
+                "step {}: {row:?} is judged by nothing",
+                world.steps
+            );
+        }
+        most = most.max(world.intents.len());
+    }
+    assert!(world.violation.is_none(), "{:?}", world.violation);
+    assert!(most > 0, "the workload makes intents");
+}
+
 #[test]
 fn fires_duplicate_acked_with_first_result() {
     let mut world = happy();

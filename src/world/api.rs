@@ -233,10 +233,11 @@ impl World {
     }
 
     fn remove_call(&mut self, call_id: CallId) {
-        if let Some(call) = self.calls.remove(call_id)
-            && call.op.task_named().is_some()
-        {
-            self.calls_by_task -= 1;
+        if let Some(call) = self.calls.remove(call_id) {
+            if call.op.task_named().is_some() {
+                self.calls_by_task -= 1;
+            }
+            self.release_intent(call.intent);
         }
     }
 

@@ -123,6 +123,7 @@ impl World {
                 incarnation: life.incarnation,
             },
         );
+        self.carry_intent(intent);
         self.begin(ActorId::new(ActorKind::Client, client), Verb::Send);
         self.send(id);
         self.finish();
@@ -149,6 +150,7 @@ impl World {
             self.calls_by_task += 1;
         }
         let incarnation = self.apis[api as usize].incarnation;
+        self.carry_intent(intent);
         self.calls.insert(
             call_id,
             Call {
@@ -175,14 +177,14 @@ impl World {
         let life = self.clients[client as usize];
         if outgoing.sends != send || !life.up || life.incarnation != outgoing.incarnation {
             if life.incarnation != outgoing.incarnation {
-                self.outgoing.remove(id);
+                self.end_request(id);
             }
             return false;
         }
         let actor = ActorId::new(ActorKind::Client, client);
         if outgoing.sends >= self.config.client_attempts_max as u32 {
             self.begin(actor, Verb::GiveUp);
-            self.outgoing.remove(id);
+            self.end_request(id);
             self.rec.outcome = "gave-up";
             self.finish();
             return true;
@@ -218,7 +220,15 @@ impl World {
             }
             *seen = (*seen).max(*version);
         }
-        self.outgoing.remove(id);
+        self.end_request(id);
+    }
+
+    /// The client is done with request `id`: answered, given up, or gone
+    /// with its incarnation.
+    fn end_request(&mut self, id: RequestId) {
+        if let Some(outgoing) = self.outgoing.remove(id) {
+            self.release_intent(outgoing.intent);
+        }
     }
 
     fn next_call_id(&mut self) -> CallId {

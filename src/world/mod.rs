@@ -17,6 +17,7 @@ mod client;
 mod deliver;
 mod events;
 mod fence;
+mod intents;
 mod operator;
 mod projector;
 mod publisher;
@@ -27,12 +28,12 @@ pub use api::{ApiPhase, Call, Response};
 pub use client::{ClientOp, Outgoing};
 pub use events::{Command, CommandOutcome};
 pub use fence::{Fence, FencePhase, FencePurpose};
+pub use intents::{Intent, IntentAnswer};
 pub use projector::{Model, Projector, ProjectorPhase, SnapshotReport};
 pub use reconciler::{Reconciler, ReconcilerPhase};
 pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
 
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 use std::rc::Rc;
 
 use crate::config::Config;
@@ -52,7 +53,7 @@ use ids::{ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
 use schedule::Schedule;
 use step::Verb;
 use store::Store;
-use table::IdTable;
+use table::{IdTable, SortedDeque};
 
 /// A pending entry of the scheduler's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,22 +128,6 @@ impl Life {
             poke_at: QueuedAt::default(),
         }
     }
-}
-
-/// One client intent (ground truth): the answer it first got, by when a
-/// retry must still get the same one.
-#[derive(Clone, Debug)]
-pub struct Intent {
-    pub key: Text,
-    pub fingerprint: crate::hash::Sha,
-    pub first: Option<IntentAnswer>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IntentAnswer {
-    pub answer: db::Answer,
-    /// Requests reaching an API before this time must get the same answer.
-    pub deadline_ms: u64,
 }
 
 /// What the step being taken touched, for incremental invariant checks.
@@ -249,13 +234,18 @@ pub struct World {
     pub workers: Vec<Worker>,
     pub projector: Projector,
     pub reconciler: Reconciler,
-    /// Intents whose key's record has not outlived its TTL (after that no
-    /// request can be judged against one).
+    /// Intents something can still be judged against (see `intents.rs`).
     pub intents: IdTable<IntentId, Intent>,
     /// Intents made so far: the last `IntentId`.
     intents_made: u32,
     /// Filed by `KeyOf` (fingerprint, then text): only looked up.
     intent_index: BTreeMap<(KeyOf, crate::hash::Sha), IntentId>,
+    /// Intents whose last request or call ended in this step: forgotten,
+    /// if nothing can judge them any more, when the step is over.
+    released_intents: Vec<IntentId>,
+    /// Released intents whose first answer binds retries until a deadline,
+    /// by deadline.
+    intent_deadlines: SortedDeque<(u64, IntentId)>,
     pub trace: Trace,
     pub checker: Checker,
     pub counters: Counters,
@@ -350,6 +340,8 @@ impl World {
             intents: IdTable::default(),
             intents_made: 0,
             intent_index: BTreeMap::new(),
+            released_intents: Vec::new(),
+            intent_deadlines: SortedDeque::default(),
             trace: Trace::new(),
             checker: Checker::default(),
             counters: Counters::default(),
@@ -501,6 +493,7 @@ impl World {
                 self.working -= 1;
             }
             if self.dispatch(wake) {
+                self.forget_unbound_intents();
                 return Stepped::Step;
             }
         }
@@ -662,7 +655,17 @@ impl World {
             // A client's pending requests die with its incarnation.
             ActorKind::Client => {}
             ActorKind::Api => {
-                self.calls.retain(|call| call.api != index as u16);
+                let mut ended = Vec::new();
+                self.calls.retain(|call| {
+                    let lost = call.api == index as u16;
+                    if lost {
+                        ended.push(call.intent);
+                    }
+                    !lost
+                });
+                for intent in ended {
+                    self.release_intent(intent);
+                }
                 self.calls_by_task = self
                     .calls
                     .values()
@@ -710,51 +713,11 @@ impl World {
         true
     }
 
-    /// The intent a client create belongs to: same key and input as an
-    /// earlier create, or a new one.
-    pub fn intent_for(
-        &mut self,
-        key: &Text,
-        fingerprint: crate::hash::Sha,
-        fresh: bool,
-    ) -> IntentId {
-        let id = IntentId(self.intents_made + 1);
-        // One search of the index: a known intent is answered from it, a
-        // new (or fresh) one takes its slot.
-        match self.intent_index.entry((KeyOf::new(key), fingerprint)) {
-            Entry::Occupied(known) if !fresh => return *known.get(),
-            Entry::Occupied(mut known) => {
-                known.insert(id);
-            }
-            Entry::Vacant(slot) => {
-                slot.insert(id);
-            }
-        }
-        self.intents_made += 1;
-        self.intents.insert(
-            id,
-            Intent {
-                key: key.clone(),
-                fingerprint,
-                first: None,
-            },
-        );
-        id
-    }
-
     /// An actor's name as shared text (events name workers): made once.
     pub fn actor_name(&self, actor: ActorId) -> Text {
         match actor.kind {
             ActorKind::Worker => self.worker_names[actor.index as usize].clone(),
             _ => actor.to_string().into(),
-        }
-    }
-
-    /// A retry after a record's retention ended is a new intent: the key
-    /// and input no longer join it to the old one.
-    pub fn forget_intent_key(&mut self, key: &Text, fingerprint: crate::hash::Sha) {
-        if let Some(id) = self.intent_index.remove(&(KeyOf::new(key), fingerprint)) {
-            self.intents.remove(id);
         }
     }
 

@@ -1,0 +1,148 @@
+//! Client intents, the checker's ground truth for `one-task-per-intent` and
+//! `key-bound-to-fingerprint`: one per idempotency key and input, with the
+//! first answer it got. Requests and API calls carry their intent; an
+//! intent is forgotten once nothing can be judged against it any more (no
+//! request carries it and its first answer's deadline has passed), so the
+//! table follows the requests in flight, not the requests ever made.
+
+use std::collections::btree_map::Entry;
+
+use super::World;
+use super::db;
+use super::ids::{IntentId, KeyOf};
+use crate::hash::Sha;
+use crate::task::Text;
+
+/// One client intent (ground truth): the answer it first got, by when a
+/// retry must still get the same one.
+#[derive(Clone, Debug)]
+pub struct Intent {
+    pub key: Text,
+    pub fingerprint: Sha,
+    pub first: Option<IntentAnswer>,
+    /// Client requests and API calls in flight that carry this intent.
+    pub carried: u32,
+}
+
+impl Intent {
+    /// Whether a later answer could still be judged against this intent
+    /// at `now`: a request or call carries it, or its first answer binds
+    /// retries until a deadline still to come. One not answered yet binds
+    /// nothing: the same key and input made again start where it stands.
+    fn binds(&self, now: u64) -> bool {
+        self.carried > 0 || self.first.is_some_and(|first| now < first.deadline_ms)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntentAnswer {
+    pub answer: db::Answer,
+    /// Requests reaching an API before this time must get the same answer.
+    pub deadline_ms: u64,
+}
+
+impl World {
+    /// The intent a client create belongs to: same key and input as an
+    /// earlier create, or a new one.
+    pub fn intent_for(&mut self, key: &Text, fingerprint: Sha, fresh: bool) -> IntentId {
+        let id = IntentId(self.intents_made + 1);
+        // One search of the index: a known intent is answered from it, a
+        // new (or fresh) one takes its slot.
+        match self.intent_index.entry((KeyOf::new(key), fingerprint)) {
+            Entry::Occupied(known) if !fresh => return *known.get(),
+            Entry::Occupied(mut known) => {
+                known.insert(id);
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(id);
+            }
+        }
+        self.intents_made += 1;
+        self.intents.insert(
+            id,
+            Intent {
+                key: key.clone(),
+                fingerprint,
+                first: None,
+                carried: 0,
+            },
+        );
+        id
+    }
+
+    /// A client request or an API call carrying `intent` began.
+    pub(super) fn carry_intent(&mut self, intent: Option<IntentId>) {
+        if let Some(row) = intent.and_then(|id| self.intents.get_mut(id)) {
+            row.carried += 1;
+        }
+    }
+
+    /// A client request or an API call carrying `intent` ended; the last
+    /// one's intent is looked at again when the step is over.
+    pub(super) fn release_intent(&mut self, intent: Option<IntentId>) {
+        let Some(id) = intent else {
+            return;
+        };
+        if let Some(row) = self.intents.get_mut(id) {
+            row.carried -= 1;
+            if row.carried == 0 {
+                self.released_intents.push(id);
+            }
+        }
+    }
+
+    /// Forgets the intents that nothing can be judged against any more
+    /// (see `Intent::binds`): those released since the last step, and those
+    /// whose deadline has come. One released with a deadline still ahead
+    /// waits in `intent_deadlines`. A request made with the same key and
+    /// input later gets a new intent, which the checks treat exactly as
+    /// they would the old one: nothing binds either until an answer does.
+    /// Runs when a step is over (its answers checked, its calls ended), so
+    /// an answer given in the step that ended an intent's last request
+    /// still binds it.
+    pub(super) fn forget_unbound_intents(&mut self) {
+        if !self.released_intents.is_empty() {
+            let mut released = std::mem::take(&mut self.released_intents);
+            for id in released.drain(..) {
+                let Some(row) = self.intents.get(id) else {
+                    continue;
+                };
+                if !row.binds(self.now) {
+                    self.forget_intent(id);
+                } else if let Some(first) = row.first
+                    && row.carried == 0
+                {
+                    self.intent_deadlines.insert((first.deadline_ms, id));
+                }
+            }
+            self.released_intents = released;
+        }
+        while let Some(&(deadline, id)) = self.intent_deadlines.first()
+            && deadline <= self.now
+        {
+            self.intent_deadlines.pop_first();
+            if self.intents.get(id).is_some_and(|row| !row.binds(self.now)) {
+                self.forget_intent(id);
+            }
+        }
+    }
+
+    fn forget_intent(&mut self, id: IntentId) {
+        let Some(row) = self.intents.remove(id) else {
+            return;
+        };
+        // A fresh intent (a replay) may have taken the index slot since.
+        let slot = (KeyOf::new(&row.key), row.fingerprint);
+        if self.intent_index.get(&slot) == Some(&id) {
+            self.intent_index.remove(&slot);
+        }
+    }
+
+    /// A retry after a record's retention ended is a new intent: the key
+    /// and input no longer join it to the old one.
+    pub fn forget_intent_key(&mut self, key: &Text, fingerprint: Sha) {
+        if let Some(id) = self.intent_index.remove(&(KeyOf::new(key), fingerprint)) {
+            self.intents.remove(id);
+        }
+    }
+}
