@@ -25,6 +25,11 @@ pub struct Publisher {
     pub life: Life,
     pub phase: PublisherPhase,
     pub claimed: Vec<OutboxId>,
+    /// The rows a claim finds due, before it commits: a buffer reused
+    /// (swapped with `claimed`), so that a claim allocates nothing once the
+    /// lists have grown. A fresh list per claim, freed at once, was one of
+    /// malloc's triggers for consolidating its free lists.
+    due: Vec<OutboxId>,
     pub next: usize,
     pub confirmed: Vec<OutboxId>,
     pub unknown: Vec<OutboxId>,
@@ -39,6 +44,7 @@ impl Publisher {
             life: Life::new(),
             phase: PublisherPhase::Idle,
             claimed: Vec::new(),
+            due: Vec::new(),
             next: 0,
             confirmed: Vec::new(),
             unknown: Vec::new(),
@@ -85,15 +91,18 @@ impl World {
     /// The claim transaction: up to `publish_batch_max` rows due now.
     fn publisher_claim(&mut self, index: usize, actor: ActorId) -> bool {
         let now = self.now;
-        let due: Vec<(u64, OutboxId)> = self
-            .db
-            .unpublished
-            .iter()
-            .take_while(|(ready, _)| *ready <= now)
-            .take(self.config.publish_batch_max as usize)
-            .copied()
-            .collect();
+        let mut due = std::mem::take(&mut self.publishers[index].due);
+        due.clear();
+        due.extend(
+            self.db
+                .unpublished
+                .iter()
+                .take_while(|(ready, _)| *ready <= now)
+                .take(self.config.publish_batch_max as usize)
+                .map(|&(_, id)| id),
+        );
         if due.is_empty() {
+            self.publishers[index].due = due;
             if let Some((ready, _)) = self.db.unpublished.first().copied() {
                 self.poke(actor, ready);
             }
@@ -101,31 +110,34 @@ impl World {
         }
         self.begin(actor, Verb::Claim);
         if self.commit_fault() == Some(false) {
+            self.publishers[index].due = due;
             self.finish();
             return true;
         }
         let incarnation = self.publishers[index].life.incarnation;
         let until = now + self.config.publish_lease_ms;
-        for (_, id) in &due {
-            self.db.reindex_outbox(*id, Some(until));
+        for &id in &due {
+            self.db.reindex_outbox(id, Some(until));
             if self
                 .db
-                .outbox_row(*id)
+                .outbox_row(id)
                 .lease
                 .is_some_and(|(holder, inc, _)| (holder, inc) != (actor, incarnation))
             {
                 // Its claim by another publisher ran out: both may publish.
                 self.race("two publishers on one outbox row");
             }
-            let row = self.db.outbox_row_mut(*id);
+            let row = self.db.outbox_row_mut(id);
             row.lease = Some((actor, incarnation, until));
             row.publish_attempts += 1;
         }
-        let claimed: Vec<OutboxId> = due.iter().map(|(_, id)| *id).collect();
-        self.rec.message = claimed.first().copied();
+        self.rec.message = due.first().copied();
         self.rec.outcome = "claimed";
         let publisher = &mut self.publishers[index];
-        publisher.claimed = claimed;
+        // The claimed rows become the batch; the last batch's list is the
+        // next claim's buffer.
+        std::mem::swap(&mut publisher.claimed, &mut due);
+        publisher.due = due;
         publisher.next = 0;
         publisher.confirmed.clear();
         publisher.unknown.clear();
