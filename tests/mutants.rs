@@ -75,3 +75,28 @@ fn a_small_score_run_kills_every_mutant() {
         .collect();
     assert!(survivors.is_empty(), "survived: {survivors:?}");
 }
+
+/// A status read by key looks the key up once: the steps after its cache
+/// miss read and fill the task it found. The early-expiry mutant drops a
+/// key's record between those steps on these seeds, and the API used to
+/// look the key up again and panic on finding nothing.
+#[test]
+fn a_read_outlives_its_keys_record() {
+    use sim::fuzz::campaign::{CampaignOptions, run_seed};
+    use sim::mutants::Mutant;
+    let options = CampaignOptions {
+        steps: 3_000,
+        jobs: 1,
+        mutant: Mutant::parse("early-idempotency-expiry"),
+        check_determinism: false,
+        out: std::env::temp_dir(),
+        write_repro: false,
+        stop_at_first: false,
+    };
+    assert!(options.mutant.is_some());
+    let killed = [56, 187, 190, 197, 319]
+        .into_iter()
+        .filter(|&seed| !run_seed(seed, &options).outcome.converged())
+        .count();
+    assert!(killed > 0, "the mutant still breaks its invariant");
+}

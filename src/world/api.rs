@@ -26,8 +26,14 @@ use super::{Wake, World};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApiPhase {
     Arrive,
-    ReadDb,
+    /// A read missed the cache for `task`. The phases after the lookup
+    /// carry the task the key named then: the key's record may expire in
+    /// between, and a real API does not look the key up again.
+    ReadDb {
+        task: TaskId,
+    },
     FillCache {
+        task: TaskId,
         status: Status,
         version: i64,
     },
@@ -172,13 +178,19 @@ impl World {
                 self.begin(actor, Verb::ReadCache);
                 self.api_read_cache(&target)
             }
-            (ApiPhase::ReadDb, ClientOp::Read { target }) => {
+            (ApiPhase::ReadDb { task }, ClientOp::Read { .. }) => {
                 self.begin(actor, Verb::ReadDb);
-                self.api_read_db(&target)
+                self.api_read_db(task)
             }
-            (ApiPhase::FillCache { status, version }, ClientOp::Read { target }) => {
+            (
+                ApiPhase::FillCache {
+                    task,
+                    status,
+                    version,
+                },
+                ClientOp::Read { .. },
+            ) => {
                 self.begin(actor, Verb::FillCache);
-                let task = self.resolve(&target).expect("a filled task exists");
                 self.rec.task = Some(task);
                 self.rec.version = Some(version);
                 self.touched.cache.push(task);
@@ -667,21 +679,22 @@ impl World {
             }
             _ => {
                 self.rec.outcome = "miss";
-                Some(ApiPhase::ReadDb)
+                Some(ApiPhase::ReadDb { task })
             }
         }
     }
 
-    fn api_read_db(&mut self, target: &Target) -> Option<ApiPhase> {
-        let task = self
-            .resolve(target)
-            .expect("a task found through the cache step exists");
+    fn api_read_db(&mut self, task: TaskId) -> Option<ApiPhase> {
         let state = &self.db.task(task).state;
         let (status, version) = (state.status, state.version);
         self.rec.task = Some(task);
         self.rec.version = Some(version);
         self.rec.outcome = status.as_str();
-        Some(ApiPhase::FillCache { status, version })
+        Some(ApiPhase::FillCache {
+            task,
+            status,
+            version,
+        })
     }
 }
 
