@@ -658,26 +658,46 @@ fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
 }
 
 /// Intents follow the requests in flight. Each counts exactly the client
-/// requests and API calls that carry it, and one stays only while
-/// something can still be judged against it: a request carries it, its
-/// first answer binds retries until a deadline still ahead, or it is its
-/// key's live record's intent, forgotten when the record's retention ends.
+/// requests and API calls that carry it; one a request carries leaves only
+/// when its key's record expires; and one stays only while something can
+/// still be judged against it: a request carries it, its first answer
+/// binds retries until a deadline still ahead, or it is its key's live
+/// record's intent, forgotten when the record's retention ends.
 /// Given-up requests and requests refused for reusing a key no longer leave
 /// their intent behind for good.
 #[test]
 fn intents_are_forgotten_once_nothing_can_judge_them() {
-    use std::collections::BTreeMap;
+    use sim::world::step::Verb;
+    use std::collections::{BTreeMap, BTreeSet};
     let mut world = sim::bench::bench_world(60_000);
     let mut most = 0;
+    // Carried intents already seen gone: only the expiry of their key's
+    // record may take an intent a request still carries.
+    let mut gone: BTreeSet<IntentId> = BTreeSet::new();
     while world.steps < 60_000 {
+        let before = world.steps;
         if world.step() != Stepped::Step {
             break;
         }
+        let expired = world
+            .trace
+            .tail((world.steps - before) as usize)
+            .iter()
+            .any(|record| record.verb == Verb::Expire);
         let mut carried: BTreeMap<IntentId, u32> = BTreeMap::new();
         let carriers = world.outgoing.values().map(|request| request.intent);
         for intent in carriers.chain(world.calls.values().map(|call| call.intent)) {
-            if let Some(intent) = intent.filter(|&id| world.intents.get(id).is_some()) {
+            let Some(intent) = intent else {
+                continue;
+            };
+            if world.intents.get(intent).is_some() {
                 *carried.entry(intent).or_default() += 1;
+            } else if gone.insert(intent) {
+                assert!(
+                    expired,
+                    "step {}: {intent} was forgotten while a request carries it",
+                    world.steps
+                );
             }
         }
         for (&id, &count) in &carried {
@@ -706,6 +726,73 @@ fn intents_are_forgotten_once_nothing_can_judge_them() {
     }
     assert!(world.violation.is_none(), "{:?}", world.violation);
     assert!(most > 0, "the workload makes intents");
+}
+
+/// An intent holds until its first answer's deadline (its record's TTL);
+/// a create with the same key and input after that is a new intent,
+/// judged from its own first answer. Here a create refused for reusing a
+/// key is the key's second intent; long after its deadline the same create
+/// comes twice more, and the early-expiry mutant lets the record of the
+/// first of them expire in between, so the two get two tasks. The checker
+/// used to keep the refused intent for good and join both creates to it,
+/// past its deadline, so it judged neither and missed this.
+#[test]
+fn a_create_after_an_intents_deadline_is_judged_as_a_new_intent() {
+    let text = r#"
+name = "refused-then-early-expiry"
+description = "a key refused for reuse, retried long after"
+steps_max = 20000
+seed = 1
+mutant = "early-idempotency-expiry"
+
+[config]
+apis = 1
+publishers = 1
+workers = 1
+reconcile_every_ms = 100
+idempotency_ttl_ms = 100000
+
+[[requests]]
+at = 0
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-1", title = "a" }
+
+[[requests]]
+at = 20
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-2", title = "b" }
+
+[[requests]]
+at = 200000
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-2", title = "b" }
+
+[[requests]]
+at = 200500
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-2", title = "b" }
+"#;
+    let scenario =
+        sim::scenario::parse::parse(text, None).unwrap_or_else(|error| panic!("{error}"));
+    let finished = execute(&scenario, world_for(&scenario), |_, _| {});
+    let violation = finished.outcome.violation.expect("the mutant is caught");
+    assert_eq!(violation.invariant, "one-task-per-intent");
+    assert!(
+        violation
+            .message
+            .contains("first got task-2 and then task-3"),
+        "{}",
+        violation.message
+    );
+    // Without the mutant the same requests run clean: the second record
+    // lives for its TTL and answers the last create with task-2.
+    let mut honest = scenario.clone();
+    honest.mutant = None;
+    drained(&honest);
 }
 
 #[test]

@@ -25,10 +25,11 @@ pub struct Intent {
 }
 
 impl Intent {
-    /// Whether a later answer could still be judged against this intent
-    /// at `now`: a request or call carries it, or its first answer binds
-    /// retries until a deadline still to come. One not answered yet binds
-    /// nothing: the same key and input made again start where it stands.
+    /// Whether the intent still holds at `now`: a request or call carries
+    /// it (an answer to it is still to come), or its first answer binds
+    /// retries until a deadline still to come (the record's TTL). One that
+    /// binds nothing is forgotten, and a create with the same key and input
+    /// makes a new intent, judged afresh from its own first answer.
     fn binds(&self, now: u64) -> bool {
         self.carried > 0 || self.first.is_some_and(|first| now < first.deadline_ms)
     }
@@ -42,16 +43,28 @@ pub struct IntentAnswer {
 }
 
 impl World {
-    /// The intent a client create belongs to: same key and input as an
-    /// earlier create, or a new one.
+    /// The intent a client create belongs to: that of an earlier create
+    /// with the same key and input while it binds (see `Intent::binds`),
+    /// else a new one. Whether an intent that binds nothing was forgotten
+    /// already or not, a create after it starts a new one: the answer
+    /// never depends on when housekeeping ran.
     pub fn intent_for(&mut self, key: &Text, fingerprint: Sha, fresh: bool) -> IntentId {
         let id = IntentId(self.intents_made + 1);
         // One search of the index: a known intent is answered from it, a
         // new (or fresh) one takes its slot.
         match self.intent_index.entry((KeyOf::new(key), fingerprint)) {
-            Entry::Occupied(known) if !fresh => return *known.get(),
             Entry::Occupied(mut known) => {
+                let old = *known.get();
+                let binds = self.intents.get(old).is_some_and(|row| row.binds(self.now));
+                if binds && !fresh {
+                    return old;
+                }
                 known.insert(id);
+                if !binds {
+                    // Nothing carries it and nothing can be judged
+                    // against it: it would be forgotten anyway.
+                    self.intents.remove(old);
+                }
             }
             Entry::Vacant(slot) => {
                 slot.insert(id);
@@ -91,13 +104,11 @@ impl World {
         }
     }
 
-    /// Forgets the intents that nothing can be judged against any more
-    /// (see `Intent::binds`): those released since the last step, and those
+    /// Forgets the intents that bind nothing any more (see
+    /// `Intent::binds`): those released since the last step, and those
     /// whose deadline has come. One released with a deadline still ahead
-    /// waits in `intent_deadlines`. A request made with the same key and
-    /// input later gets a new intent, which the checks treat exactly as
-    /// they would the old one: nothing binds either until an answer does.
-    /// Runs when a step is over (its answers checked, its calls ended), so
+    /// waits in `intent_deadlines`. This is housekeeping only: `intent_for`
+    /// treats an intent that binds nothing as gone. Runs when a step is over (its answers checked, its calls ended), so
     /// an answer given in the step that ended an intent's last request
     /// still binds it.
     pub(super) fn forget_unbound_intents(&mut self) {
