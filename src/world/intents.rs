@@ -90,8 +90,9 @@ impl World {
         }
     }
 
-    /// A client request or an API call carrying `intent` ended; the last
-    /// one's intent is looked at again when the step is over.
+    /// A client request or an API call carrying `intent` ended. The last
+    /// one's intent is looked at again when the step is over, not now: an
+    /// answer given in this very step, checked at its end, may bind it.
     pub(super) fn release_intent(&mut self, intent: Option<IntentId>) {
         let Some(id) = intent else {
             return;
@@ -99,41 +100,31 @@ impl World {
         if let Some(row) = self.intents.get_mut(id) {
             row.carried -= 1;
             if row.carried == 0 {
-                self.released_intents.push(id);
+                self.intents_due.insert((self.now, id));
             }
         }
     }
 
-    /// Forgets the intents that bind nothing any more (see
-    /// `Intent::binds`): those released since the last step, and those
-    /// whose deadline has come. One released with a deadline still ahead
-    /// waits in `intent_deadlines`. This is housekeeping only: `intent_for`
-    /// treats an intent that binds nothing as gone. Runs when a step is over (its answers checked, its calls ended), so
-    /// an answer given in the step that ended an intent's last request
-    /// still binds it.
+    /// Looks again at the intents due by now (see `intents_due`): one that
+    /// binds nothing (see `Intent::binds`) is forgotten; one that binds
+    /// only by its deadline comes due again then; one carried again waits
+    /// for its next release. This is housekeeping only: `intent_for`
+    /// treats an intent that binds nothing as gone. Runs when a step is
+    /// over, its answers checked and its calls ended.
     pub(super) fn forget_unbound_intents(&mut self) {
-        if !self.released_intents.is_empty() {
-            let mut released = std::mem::take(&mut self.released_intents);
-            for id in released.drain(..) {
-                let Some(row) = self.intents.get(id) else {
-                    continue;
-                };
-                if !row.binds(self.now) {
-                    self.forget_intent(id);
-                } else if let Some(first) = row.first
-                    && row.carried == 0
-                {
-                    self.intent_deadlines.insert((first.deadline_ms, id));
-                }
-            }
-            self.released_intents = released;
-        }
-        while let Some(&(deadline, id)) = self.intent_deadlines.first()
-            && deadline <= self.now
+        while let Some(&(due, id)) = self.intents_due.first()
+            && due <= self.now
         {
-            self.intent_deadlines.pop_first();
-            if self.intents.get(id).is_some_and(|row| !row.binds(self.now)) {
+            self.intents_due.pop_first();
+            let Some(row) = self.intents.get(id) else {
+                continue;
+            };
+            if !row.binds(self.now) {
                 self.forget_intent(id);
+            } else if let Some(first) = row.first
+                && row.carried == 0
+            {
+                self.intents_due.insert((first.deadline_ms, id));
             }
         }
     }
@@ -152,8 +143,8 @@ impl World {
     /// A retry after a record's retention ended is a new intent: the key
     /// and input no longer join it to the old one.
     pub fn forget_intent_key(&mut self, key: &Text, fingerprint: Sha) {
-        if let Some(id) = self.intent_index.remove(&(KeyOf::new(key), fingerprint)) {
-            self.intents.remove(id);
+        if let Some(&id) = self.intent_index.get(&(KeyOf::new(key), fingerprint)) {
+            self.forget_intent(id);
         }
     }
 }

@@ -240,12 +240,10 @@ pub struct World {
     intents_made: u32,
     /// Filed by `KeyOf` (fingerprint, then text): only looked up.
     intent_index: BTreeMap<(KeyOf, crate::hash::Sha), IntentId>,
-    /// Intents whose last request or call ended in this step: forgotten,
-    /// if nothing can judge them any more, when the step is over.
-    released_intents: Vec<IntentId>,
-    /// Released intents whose first answer binds retries until a deadline,
-    /// by deadline.
-    intent_deadlines: SortedDeque<(u64, IntentId)>,
+    /// Intents no request carries, to look at again by a time: the
+    /// release of the last one (at the end of that step), or the deadline
+    /// of a first answer that still binds retries.
+    intents_due: SortedDeque<(u64, IntentId)>,
     pub trace: Trace,
     pub checker: Checker,
     pub counters: Counters,
@@ -340,8 +338,7 @@ impl World {
             intents: IdTable::default(),
             intents_made: 0,
             intent_index: BTreeMap::new(),
-            released_intents: Vec::new(),
-            intent_deadlines: SortedDeque::default(),
+            intents_due: SortedDeque::default(),
             trace: Trace::new(),
             checker: Checker::default(),
             counters: Counters::default(),
