@@ -730,54 +730,18 @@ fn intents_are_forgotten_once_nothing_can_judge_them() {
 
 /// An intent holds until its first answer's deadline (its record's TTL);
 /// a create with the same key and input after that is a new intent,
-/// judged from its own first answer. Here a create refused for reusing a
-/// key is the key's second intent; long after its deadline the same create
-/// comes twice more, and the early-expiry mutant lets the record of the
-/// first of them expire in between, so the two get two tasks. The checker
-/// used to keep the refused intent for good and join both creates to it,
-/// past its deadline, so it judged neither and missed this.
+/// judged from its own first answer (the story is in the scenario's
+/// description). Without the mutant the same requests run clean: the
+/// second record lives for its TTL and answers the last create with
+/// task-2.
 #[test]
 fn a_create_after_an_intents_deadline_is_judged_as_a_new_intent() {
-    let text = r#"
-name = "refused-then-early-expiry"
-description = "a key refused for reuse, retried long after"
-steps_max = 20000
-seed = 1
-mutant = "early-idempotency-expiry"
-
-[config]
-apis = 1
-publishers = 1
-workers = 1
-reconcile_every_ms = 100
-idempotency_ttl_ms = 100000
-
-[[requests]]
-at = 0
-kind = "create"
-key = "intent-0001"
-input = { doc = "doc-1", title = "a" }
-
-[[requests]]
-at = 20
-kind = "create"
-key = "intent-0001"
-input = { doc = "doc-2", title = "b" }
-
-[[requests]]
-at = 200000
-kind = "create"
-key = "intent-0001"
-input = { doc = "doc-2", title = "b" }
-
-[[requests]]
-at = 200500
-kind = "create"
-key = "intent-0001"
-input = { doc = "doc-2", title = "b" }
-"#;
-    let scenario =
-        sim::scenario::parse::parse(text, None).unwrap_or_else(|error| panic!("{error}"));
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/regressions/key-reuse-retried-after-deadline.toml"
+    );
+    let scenario = sim::scenario::parse::load(std::path::Path::new(path))
+        .unwrap_or_else(|error| panic!("{error}"));
     let finished = execute(&scenario, world_for(&scenario), |_, _| {});
     let violation = finished.outcome.violation.expect("the mutant is caught");
     assert_eq!(violation.invariant, "one-task-per-intent");
@@ -788,8 +752,6 @@ input = { doc = "doc-2", title = "b" }
         "{}",
         violation.message
     );
-    // Without the mutant the same requests run clean: the second record
-    // lives for its TTL and answers the last create with task-2.
     let mut honest = scenario.clone();
     honest.mutant = None;
     drained(&honest);
