@@ -101,10 +101,15 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
+    // The log of issued requests only serves a reproducer, and it grows
+    // with every request: most seeds pass, so a failing seed is run again
+    // with the log on (the run is the same) when its reproducer is written.
+    world.keep_request_log = false;
     let outcome = simulate(&mut world, options.steps, |_, _| {});
     let mut result = summarize(seed, &world, draw, outcome);
     if options.check_determinism {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
+        again.keep_request_log = false;
         let _ = simulate(&mut again, options.steps, |_, _| {});
         if again.trace.sha256() != result.trace_sha256 {
             result.nondeterminism = Some(first_difference(seed, options));
@@ -122,7 +127,14 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
             ),
         });
         if options.write_repro {
-            let repro = reproducer(&scenario, &world, &result.outcome);
+            let (_, mut logged, _) = fuzz_world(seed, options.steps, options.mutant);
+            let _ = simulate(&mut logged, options.steps, |_, _| {});
+            assert_eq!(
+                logged.trace.sha256(),
+                result.trace_sha256,
+                "seed {seed} runs the same with the request log on"
+            );
+            let repro = reproducer(&scenario, &logged, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
             if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
             {
