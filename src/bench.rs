@@ -4,6 +4,7 @@
 //! step, tasks brought to a terminal state per second and peak RSS, and the
 //! ratios the speed targets are stated in.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::Command;
@@ -176,6 +177,12 @@ pub struct Sample {
     pub peak_rss_bytes: u64,
     /// Seeds run (campaign workloads) or lines (transition).
     pub units: u64,
+    /// Steps by name (`worker.put`), for the fuzz workloads.
+    #[serde(default)]
+    pub steps_by_kind: BTreeMap<String, u64>,
+    /// Wakes that found nothing to do (not steps), for the fuzz workloads.
+    #[serde(default)]
+    pub idle_wakes: u64,
 }
 
 /// Peak resident set size of this process (Linux: VmHWM).
@@ -225,6 +232,13 @@ pub fn measure(workload: &Workload) -> Sample {
                 tasks: world.counters.tasks_terminal,
                 peak_rss_bytes: peak_rss_bytes(),
                 units: 1,
+                steps_by_kind: world
+                    .counters
+                    .steps_by_action
+                    .taken()
+                    .map(|(action, count)| (action.to_string(), count))
+                    .collect(),
+                idle_wakes: world.counters.idle_wakes,
             }
         }
         Workload::Campaign { jobs, seeds, steps } => {
@@ -247,6 +261,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 tasks: results.iter().map(|r| r.tasks_terminal).sum(),
                 peak_rss_bytes: peak_rss_bytes(),
                 units: *seeds,
+                ..Sample::default()
             }
         }
         Workload::Transition { lines } => {
@@ -267,6 +282,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 tasks: 0,
                 peak_rss_bytes: peak_rss_bytes(),
                 units: *lines,
+                ..Sample::default()
             }
         }
     }
@@ -332,6 +348,11 @@ pub struct Figures {
     pub ns_per_step_by_round: Vec<f64>,
     /// Units per second in each round, in round order.
     pub units_per_second_by_round: Vec<f64>,
+    /// Steps by name (`worker.put`): the same in every round, as the world
+    /// is. Empty for the campaigns and the transition tool.
+    pub steps_by_kind: BTreeMap<String, u64>,
+    /// Wakes that found nothing to do: not steps, so not in `steps`.
+    pub idle_wakes: u64,
 }
 
 /// The middle value; with an even count, the mean of the two middle ones
@@ -435,6 +456,11 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
             })
             .collect(),
         units_per_second_by_round: units_by_round,
+        steps_by_kind: samples
+            .first()
+            .map(|s| s.steps_by_kind.clone())
+            .unwrap_or_default(),
+        idle_wakes: samples.first().map_or(0, |s| s.idle_wakes),
     }
 }
 
@@ -646,6 +672,65 @@ pub fn report(all: &[Figures]) -> String {
             out,
             "sim transition: {:.0} lines/s (target >= 500,000)",
             t.units_per_second
+        );
+    }
+    if let Some(large) = largest_on.filter(|f| !f.steps_by_kind.is_empty()) {
+        let _ = writeln!(out);
+        out.push_str(&steps_by_kind(large));
+    }
+    out
+}
+
+/// What the steps of a fuzz workload were, by actor kind, with each
+/// kind's most frequent steps: the figures above count these and nothing
+/// else.
+fn steps_by_kind(f: &Figures) -> String {
+    /// One actor kind's steps, and each of its verbs' share.
+    struct Kind<'a> {
+        name: &'a str,
+        steps: u64,
+        verbs: Vec<(&'a str, u64)>,
+    }
+    let mut by_name: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
+    for (name, count) in &f.steps_by_kind {
+        let (kind, verb) = name.split_once('.').unwrap_or((name, ""));
+        by_name.entry(kind).or_default().push((verb, *count));
+    }
+    let mut kinds: Vec<Kind> = by_name
+        .into_iter()
+        .map(|(name, mut verbs)| {
+            verbs.sort_by_key(|(verb, count)| (std::cmp::Reverse(*count), *verb));
+            let steps = verbs.iter().map(|(_, n)| n).sum();
+            Kind { name, steps, verbs }
+        })
+        .collect();
+    kinds.sort_by_key(|kind| (std::cmp::Reverse(kind.steps), kind.name));
+    let total: u64 = kinds.iter().map(|kind| kind.steps).sum();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "steps by kind, {}: {} steps; {} wakes found nothing to do and are not steps",
+        f.name, total, f.idle_wakes
+    );
+    const SHOWN: usize = 4;
+    for kind in kinds {
+        let mut line = kind
+            .verbs
+            .iter()
+            .take(SHOWN)
+            .map(|(verb, n)| format!("{verb} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if kind.verbs.len() > SHOWN {
+            let _ = write!(line, ", {} more", kind.verbs.len() - SHOWN);
+        }
+        let _ = writeln!(
+            out,
+            "  {:<11} {:>9} {:>5.1}%   {}",
+            kind.name,
+            kind.steps,
+            100.0 * kind.steps as f64 / total.max(1) as f64,
+            line
         );
     }
     out

@@ -140,6 +140,16 @@ fn bench_reports_every_figure() {
     assert_eq!(figures[1]["invariants"], "on");
     assert_eq!(figures[2]["invariants"], "off");
     assert_eq!(figures[1]["steps"], figures[2]["steps"]);
+    // The steps counted are the steps taken, by name; a wake that found
+    // nothing to do is counted apart. Checking the invariants changes none.
+    for figure in figures {
+        let by_kind = figure["stepsByKind"].as_object().expect("steps by kind");
+        let sum: u64 = by_kind.values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(Some(sum), figure["steps"].as_u64(), "{figure}");
+        assert!(by_kind.contains_key("worker.register"), "{figure}");
+        assert!(figure["idleWakes"].as_u64().unwrap() > 0, "{figure}");
+    }
+    assert_eq!(figures[1]["stepsByKind"], figures[2]["stepsByKind"]);
 
     let mut args = vec!["bench", "--quick", "--repeat", "1"];
     args.extend(only);
@@ -149,6 +159,9 @@ fn bench_reports_every_figure() {
         "steps/s with every invariant, fuzz-1e4: ",
         "peak RSS of fuzz-1e4: ",
         "invariants on / off (fuzz-1e4): ",
+        "steps by kind, fuzz-1e4: 10000 steps; ",
+        "\n  worker ",
+        "\n  broker ",
     ] {
         assert!(report.contains(line), "{line} in\n{report}");
     }

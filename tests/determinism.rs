@@ -34,6 +34,14 @@ fn fuzz_seeds_twice_give_the_same_trace() {
         simulate(&mut b, 2_000, |_, _| {});
         assert!(a.steps > 1_000, "seed {seed} ran");
         assert_eq!(a.trace.sha256(), b.trace.sha256(), "seed {seed}");
+        // Every step is counted once, under its name, crashes and
+        // restarts included; wakes that did nothing are counted apart.
+        assert_eq!(a.counters.steps_by_action.total(), a.steps, "seed {seed}");
+        assert_eq!(
+            a.counters.steps_by_action.taken().collect::<Vec<_>>(),
+            b.counters.steps_by_action.taken().collect::<Vec<_>>()
+        );
+        assert_eq!(a.counters.idle_wakes, b.counters.idle_wakes);
     }
 }
 

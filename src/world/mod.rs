@@ -51,7 +51,7 @@ use cache::Cache;
 use db::{Db, Input};
 use ids::{ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
 use schedule::Schedule;
-use step::Verb;
+use step::{StepCounts, Verb};
 use store::Store;
 use table::{IdTable, SortedDeque};
 
@@ -190,6 +190,10 @@ pub struct Counters {
     pub races: BTreeMap<&'static str, u64>,
     pub tasks_terminal: u64,
     pub invariant_checks: u64,
+    /// Steps taken, by name (`worker.put`).
+    pub steps_by_action: StepCounts,
+    /// Wakes that found nothing to do: time moved, but they are not steps.
+    pub idle_wakes: u64,
 }
 
 pub struct World {
@@ -493,6 +497,7 @@ impl World {
                 self.forget_unbound_intents();
                 return Stepped::Step;
             }
+            self.counters.idle_wakes += 1;
         }
         Stepped::Quiet
     }
@@ -612,6 +617,7 @@ impl World {
         self.last_step_ms = self.now;
         let action = self.rec.action();
         let actor = self.rec.actor;
+        self.counters.steps_by_action.add(action);
         self.trace.push(&self.rec);
         self.rec = blank_record();
         if self.violation.is_none() && self.invariants_on {

@@ -189,6 +189,48 @@ pub const STEP_NAMES: &[Action] = &[
     a(K::Operator, V::DeliverEvent),
 ];
 
+/// How many steps of each name a run took: a table by actor kind and
+/// verb, so counting a step is one increment, not a map lookup.
+#[derive(Clone, Debug)]
+pub struct StepCounts {
+    counts: Box<[u64]>,
+}
+
+impl Default for StepCounts {
+    fn default() -> StepCounts {
+        StepCounts {
+            counts: vec![0; ActorKind::ALL.len() * Verb::ALL.len()].into_boxed_slice(),
+        }
+    }
+}
+
+impl StepCounts {
+    fn slot(action: Action) -> usize {
+        action.kind as usize * Verb::ALL.len() + action.verb as usize
+    }
+
+    pub fn add(&mut self, action: Action) {
+        self.counts[Self::slot(action)] += 1;
+    }
+
+    pub fn get(&self, action: Action) -> u64 {
+        self.counts[Self::slot(action)]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The steps taken, by name, in `STEP_NAMES` order; names never taken
+    /// are left out.
+    pub fn taken(&self) -> impl Iterator<Item = (Action, u64)> + '_ {
+        STEP_NAMES
+            .iter()
+            .map(|action| (*action, self.get(*action)))
+            .filter(|(_, count)| *count > 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +242,20 @@ mod tests {
         }
         assert_eq!(Action::parse("worker.fly"), None);
         assert_eq!(Action::parse("broker.put"), None);
+    }
+
+    #[test]
+    fn step_counts_keep_names_apart() {
+        let mut counts = StepCounts::default();
+        let put = Action::new(K::Worker, V::Put);
+        let deliver = Action::new(K::Broker, V::Deliver);
+        counts.add(put);
+        counts.add(put);
+        counts.add(deliver);
+        assert_eq!(counts.get(put), 2);
+        assert_eq!(counts.get(Action::new(K::Api, V::Put)), 0);
+        assert_eq!(counts.total(), 3);
+        // In `STEP_NAMES` order: the broker's steps come before the worker's.
+        assert_eq!(counts.taken().collect::<Vec<_>>(), [(deliver, 1), (put, 2)]);
     }
 }
