@@ -47,10 +47,14 @@ fn jobs_and_shards_give_the_same_results_as_one_thread() {
 fn a_planted_violation_gives_a_reproducer_that_replays_it() {
     let dir = scratch("repro");
     let mut args = planted_violation(&dir);
-    args.push("--quiet");
+    // Checked for determinism too: the seed then runs three times (checked,
+    // again, and once more with its requests logged for the reproducer),
+    // and all three must agree.
+    args.extend(["--quiet", "--check-determinism"]);
     let output = sim(&args);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     let stdout = text(&output.stdout);
+    assert!(!stdout.contains("NONDETERMINIS"), "{stdout}");
     assert!(
         stdout.contains("VIOLATION key-bound-to-fingerprint"),
         "{stdout}"

@@ -102,8 +102,10 @@ pub fn world_of_draw(
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
     // The log of issued requests only serves a reproducer, and it grows
-    // with every request: most seeds pass, so a failing seed is run again
-    // with the log on (the run is the same) when its reproducer is written.
+    // with every request. It stays off; a seed that fails is run again with
+    // it on (the run is the same) to write its reproducer. Under a mutant
+    // most seeds fail, but a violation ends its run early, so the second
+    // run is short.
     world.keep_request_log = false;
     let outcome = simulate(&mut world, options.steps, |_, _| {});
     let mut result = summarize(seed, &world, draw, outcome);
@@ -128,17 +130,22 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         });
         if options.write_repro {
             let (_, mut logged, _) = fuzz_world(seed, options.steps, options.mutant);
+            logged.keep_request_log = true;
             let _ = simulate(&mut logged, options.steps, |_, _| {});
-            assert_eq!(
-                logged.trace.sha256(),
-                result.trace_sha256,
-                "seed {seed} runs the same with the request log on"
-            );
-            let repro = reproducer(&scenario, &logged, &result.outcome);
-            let text = crate::scenario::write::to_toml(&repro);
-            if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
-            {
-                result.repro = Some(path);
+            if logged.trace.sha256() != result.trace_sha256 {
+                // A run that went another way is nondeterminism, reported as
+                // such; its requests would not reproduce the failure.
+                result
+                    .nondeterminism
+                    .get_or_insert_with(|| first_difference(seed, options));
+            } else {
+                let repro = reproducer(&scenario, &logged, &result.outcome);
+                let text = crate::scenario::write::to_toml(&repro);
+                if std::fs::create_dir_all(&options.out).is_ok()
+                    && std::fs::write(&path, text).is_ok()
+                {
+                    result.repro = Some(path);
+                }
             }
         }
     }

@@ -218,7 +218,8 @@ pub struct World {
     pub handler_version: u64,
     /// The scenario's requests, in time order.
     script: Vec<Request>,
-    /// Every request issued so far, scripted or generated (reproducers).
+    /// Every request issued so far, scripted or generated, while
+    /// `keep_request_log` is on: what a reproducer replays.
     pub requests: Vec<Request>,
     /// Requests clients are still waiting on.
     pub outgoing: IdTable<RequestId, Outgoing>,
@@ -258,8 +259,9 @@ pub struct World {
     /// Invariants are checked after every step (benchmarks switch them off
     /// to measure what checking costs).
     pub invariants_on: bool,
-    /// Every issued request is logged for reproducers (benchmarks switch
-    /// the log off; it grows with the run).
+    /// Every issued request is logged in `requests`, for reproducers. The
+    /// log grows with the run: benchmarks switch it off, and so do fuzz
+    /// seeds (`campaign::run_seed` runs a failing seed again to log it).
     pub keep_request_log: bool,
     /// The step under way.
     rec: Record,
