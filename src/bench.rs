@@ -179,7 +179,7 @@ pub struct Sample {
     pub units: u64,
     /// Steps by name (`worker.put`), for the fuzz workloads.
     #[serde(default)]
-    pub steps_by_kind: BTreeMap<String, u64>,
+    pub steps_by_name: BTreeMap<String, u64>,
     /// Wakes that found nothing to do (not steps), for the fuzz workloads.
     #[serde(default)]
     pub idle_wakes: u64,
@@ -232,7 +232,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 tasks: world.counters.tasks_terminal,
                 peak_rss_bytes: peak_rss_bytes(),
                 units: 1,
-                steps_by_kind: world
+                steps_by_name: world
                     .counters
                     .steps_by_action
                     .taken()
@@ -348,9 +348,9 @@ pub struct Figures {
     pub ns_per_step_by_round: Vec<f64>,
     /// Units per second in each round, in round order.
     pub units_per_second_by_round: Vec<f64>,
-    /// Steps by name (`worker.put`): the same in every round, as the world
-    /// is. Empty for the campaigns and the transition tool.
-    pub steps_by_kind: BTreeMap<String, u64>,
+    /// Steps by name (`worker.put`), the same in every round (checked).
+    /// Empty for the campaigns and the transition tool.
+    pub steps_by_name: BTreeMap<String, u64>,
     /// Wakes that found nothing to do: not steps, so not in `steps`.
     pub idle_wakes: u64,
 }
@@ -421,6 +421,18 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
         Workload::Campaign { .. } => ("on", "off"),
         Workload::Transition { .. } => ("n/a", "n/a"),
     };
+    // Every round runs the same world: what it did cannot differ, only
+    // how long it took.
+    let first = samples.first();
+    for sample in samples {
+        assert!(
+            first.is_some_and(|first| first.steps == sample.steps
+                && first.steps_by_name == sample.steps_by_name
+                && first.idle_wakes == sample.idle_wakes),
+            "{} did the same work in every round",
+            workload.name()
+        );
+    }
     let rate = Spread::of(rates);
     let steps_per_second = rate.median;
     Figures {
@@ -456,11 +468,8 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
             })
             .collect(),
         units_per_second_by_round: units_by_round,
-        steps_by_kind: samples
-            .first()
-            .map(|s| s.steps_by_kind.clone())
-            .unwrap_or_default(),
-        idle_wakes: samples.first().map_or(0, |s| s.idle_wakes),
+        steps_by_name: first.map(|s| s.steps_by_name.clone()).unwrap_or_default(),
+        idle_wakes: first.map_or(0, |s| s.idle_wakes),
     }
 }
 
@@ -674,7 +683,7 @@ pub fn report(all: &[Figures]) -> String {
             t.units_per_second
         );
     }
-    if let Some(large) = largest_on.filter(|f| !f.steps_by_kind.is_empty()) {
+    if let Some(large) = largest_on.filter(|f| !f.steps_by_name.is_empty()) {
         let _ = writeln!(out);
         out.push_str(&steps_by_kind(large));
     }
@@ -692,7 +701,7 @@ fn steps_by_kind(f: &Figures) -> String {
         verbs: Vec<(&'a str, u64)>,
     }
     let mut by_name: BTreeMap<&str, Vec<(&str, u64)>> = BTreeMap::new();
-    for (name, count) in &f.steps_by_kind {
+    for (name, count) in &f.steps_by_name {
         let (kind, verb) = name.split_once('.').unwrap_or((name, ""));
         by_name.entry(kind).or_default().push((verb, *count));
     }

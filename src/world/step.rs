@@ -189,6 +189,10 @@ pub const STEP_NAMES: &[Action] = &[
     a(K::Operator, V::DeliverEvent),
 ];
 
+// The table below is indexed by `ActorKind as usize`: a kind left out of
+// `ActorKind::ALL` would fall outside it.
+const _: () = assert!(ActorKind::Operator as usize + 1 == ActorKind::ALL.len());
+
 /// How many steps of each name a run took: a table by actor kind and
 /// verb, so counting a step is one increment, not a map lookup.
 #[derive(Clone, Debug)]
@@ -246,16 +250,22 @@ mod tests {
 
     #[test]
     fn step_counts_keep_names_apart() {
+        // Every step name counted a different number of times: two names
+        // sharing a slot would add up and show.
         let mut counts = StepCounts::default();
-        let put = Action::new(K::Worker, V::Put);
-        let deliver = Action::new(K::Broker, V::Deliver);
-        counts.add(put);
-        counts.add(put);
-        counts.add(deliver);
-        assert_eq!(counts.get(put), 2);
-        assert_eq!(counts.get(Action::new(K::Api, V::Put)), 0);
-        assert_eq!(counts.total(), 3);
-        // In `STEP_NAMES` order: the broker's steps come before the worker's.
-        assert_eq!(counts.taken().collect::<Vec<_>>(), [(deliver, 1), (put, 2)]);
+        for (index, action) in STEP_NAMES.iter().enumerate() {
+            for _ in 0..=index {
+                counts.add(*action);
+            }
+        }
+        let expected: Vec<(Action, u64)> = STEP_NAMES
+            .iter()
+            .enumerate()
+            .map(|(index, action)| (*action, index as u64 + 1))
+            .collect();
+        assert_eq!(counts.taken().collect::<Vec<_>>(), expected);
+        let n = STEP_NAMES.len() as u64;
+        assert_eq!(counts.total(), n * (n + 1) / 2);
+        assert_eq!(StepCounts::default().taken().count(), 0);
     }
 }
