@@ -162,8 +162,7 @@ pub fn bench_draw() -> Draw {
 }
 
 pub fn bench_world(steps: u64) -> World {
-    let (_, mut world) = world_of_draw(1, steps, None, &bench_draw());
-    world.keep_request_log = false;
+    let (_, world) = world_of_draw(1, steps, None, &bench_draw());
     world
 }
 

@@ -101,17 +101,14 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
-    // The log of issued requests only serves a reproducer, and it grows
-    // with every request. It stays off; a seed that fails is run again with
-    // it on (the run is the same) to write its reproducer. Under a mutant
-    // most seeds fail, but a violation ends its run early, so the second
-    // run is short.
-    world.keep_request_log = false;
+    // The world logs no requests (the log grows with every one); a seed
+    // that fails is run again with the log on (the run is the same) to
+    // write its reproducer. Under a mutant most seeds fail, but a violation
+    // ends its run early, so the second run is short.
     let outcome = simulate(&mut world, options.steps, |_, _| {});
     let mut result = summarize(seed, &world, draw, outcome);
     if options.check_determinism {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
-        again.keep_request_log = false;
         let _ = simulate(&mut again, options.steps, |_, _| {});
         if again.trace.sha256() != result.trace_sha256 {
             result.nondeterminism = Some(first_difference(seed, options));

@@ -259,9 +259,9 @@ pub struct World {
     /// Invariants are checked after every step (benchmarks switch them off
     /// to measure what checking costs).
     pub invariants_on: bool,
-    /// Every issued request is logged in `requests`, for reproducers. The
-    /// log grows with the run: benchmarks switch it off, and so do fuzz
-    /// seeds (`campaign::run_seed` runs a failing seed again to log it).
+    /// Every issued request is logged in `requests`, for a reproducer. Off
+    /// unless asked for: the log grows with the run and only a reproducer
+    /// reads it (`campaign::run_seed` runs a failing seed again to log it).
     pub keep_request_log: bool,
     /// The step under way.
     rec: Record,
@@ -352,7 +352,7 @@ impl World {
             generator,
             workload_on: true,
             invariants_on: true,
-            keep_request_log: true,
+            keep_request_log: false,
             rec: blank_record(),
             touched: Touched::default(),
             crash_now: None,
