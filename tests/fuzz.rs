@@ -47,9 +47,9 @@ fn jobs_and_shards_give_the_same_results_as_one_thread() {
 fn a_planted_violation_gives_a_reproducer_that_replays_it() {
     let dir = scratch("repro");
     let mut args = planted_violation(&dir);
-    // Checked for determinism too: the seed then runs three times (checked,
-    // again, and once more with its requests logged for the reproducer),
-    // and all three must agree.
+    // Checked for determinism too: the second run, which checks it, is
+    // also the one that logs the requests for the reproducer, and it must
+    // agree with the first.
     args.extend(["--quiet", "--check-determinism"]);
     let output = sim(&args);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));

@@ -101,20 +101,28 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
-    // The world logs no requests (the log grows with every one); a seed
-    // that fails is run again with the log on (the run is the same) to
-    // write its reproducer. Under a mutant most seeds fail, but a violation
-    // ends its run early, so the second run is short.
     let outcome = simulate(&mut world, options.steps, |_, _| {});
     let mut result = summarize(seed, &world, draw, outcome);
-    if options.check_determinism {
-        let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
-        let _ = simulate(&mut again, options.steps, |_, _| {});
-        if again.trace.sha256() != result.trace_sha256 {
-            result.nondeterminism = Some(first_difference(seed, options));
-        }
-    }
     let failed = !result.outcome.converged();
+    // The world logs no requests (the log grows with every one), so a
+    // failing seed's reproducer needs a second run with the log on. That
+    // run is also the determinism check's, when one is asked for: a run
+    // that goes another way is nondeterminism, and its requests would not
+    // reproduce the failure. Under a mutant most seeds fail, but a
+    // violation ends its run early, so the second run is short.
+    let log_requests = failed && options.write_repro;
+    let again = (options.check_determinism || log_requests).then(|| {
+        let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
+        again.keep_request_log = log_requests;
+        let _ = simulate(&mut again, options.steps, |_, _| {});
+        again
+    });
+    let same = again
+        .as_ref()
+        .is_none_or(|again| again.trace.sha256() == result.trace_sha256);
+    if !same {
+        result.nondeterminism = Some(first_difference(seed, options));
+    }
     if failed {
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());
@@ -125,24 +133,12 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
                 result.outcome.not_converged.join("; ")
             ),
         });
-        if options.write_repro {
-            let (_, mut logged, _) = fuzz_world(seed, options.steps, options.mutant);
-            logged.keep_request_log = true;
-            let _ = simulate(&mut logged, options.steps, |_, _| {});
-            if logged.trace.sha256() != result.trace_sha256 {
-                // A run that went another way is nondeterminism, reported as
-                // such; its requests would not reproduce the failure.
-                result
-                    .nondeterminism
-                    .get_or_insert_with(|| first_difference(seed, options));
-            } else {
-                let repro = reproducer(&scenario, &logged, &result.outcome);
-                let text = crate::scenario::write::to_toml(&repro);
-                if std::fs::create_dir_all(&options.out).is_ok()
-                    && std::fs::write(&path, text).is_ok()
-                {
-                    result.repro = Some(path);
-                }
+        if let Some(logged) = again.filter(|_| log_requests && same) {
+            let repro = reproducer(&scenario, &logged, &result.outcome);
+            let text = crate::scenario::write::to_toml(&repro);
+            if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
+            {
+                result.repro = Some(path);
             }
         }
     }
