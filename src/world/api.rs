@@ -246,11 +246,17 @@ impl World {
 
     fn remove_call(&mut self, call_id: CallId) {
         if let Some(call) = self.calls.remove(call_id) {
-            if call.op.task_named().is_some() {
-                self.calls_by_task -= 1;
-            }
-            self.release_intent(call.intent);
+            self.end_call(&call);
         }
+    }
+
+    /// What ends with a call taken out of `calls`: its count among the
+    /// calls naming a task, and its hold on its intent.
+    pub(super) fn end_call(&mut self, call: &Call) {
+        if call.op.task_named().is_some() {
+            self.calls_by_task -= 1;
+        }
+        self.release_intent(call.intent);
     }
 
     /// The answer an intent got, for ground truth.

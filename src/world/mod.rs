@@ -660,22 +660,9 @@ impl World {
             // A client's pending requests die with its incarnation.
             ActorKind::Client => {}
             ActorKind::Api => {
-                let mut ended = Vec::new();
-                self.calls.retain(|call| {
-                    let lost = call.api == index as u16;
-                    if lost {
-                        ended.push(call.intent);
-                    }
-                    !lost
-                });
-                for intent in ended {
-                    self.release_intent(intent);
+                for call in self.calls.remove_where(|call| call.api == index as u16) {
+                    self.end_call(&call);
                 }
-                self.calls_by_task = self
-                    .calls
-                    .values()
-                    .filter(|call| call.op.task_named().is_some())
-                    .count() as u32;
             }
             ActorKind::Publisher => self.publishers[index].wipe(),
             ActorKind::Worker => {

@@ -129,16 +129,22 @@ impl<K: Slot, V> IdTable<K, V> {
         Some(row)
     }
 
-    /// Keeps the rows `keep` says yes to.
-    pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
-        self.stragglers.retain(|_, row| keep(row));
+    /// Removes the rows `take` says yes to and returns them, in id order,
+    /// for the caller to end as it ends a row it removes by id.
+    pub fn remove_where(&mut self, mut take: impl FnMut(&V) -> bool) -> Vec<V> {
+        let mut taken: Vec<V> = self
+            .stragglers
+            .extract_if(.., |_, row| take(row))
+            .map(|(_, row)| *row)
+            .collect();
         for slot in &mut self.slots {
-            if slot.as_ref().is_some_and(|row| !keep(row)) {
-                *slot = None;
+            if slot.as_ref().is_some_and(&mut take) {
+                taken.extend(slot.take());
                 self.in_window -= 1;
             }
         }
         self.trim();
+        taken
     }
 
     /// The window starts at the oldest live row it holds.
@@ -299,7 +305,7 @@ mod tests {
         assert_eq!(table.values().copied().collect::<Vec<_>>(), ["D", "E"]);
         assert_eq!(table.remove(EntryId(4)), Some("D"));
         table.insert(EntryId(6), "f");
-        table.retain(|row| *row != "E");
+        assert_eq!(table.remove_where(|row| *row == "E"), ["E"]);
         assert_eq!((table.base, table.len()), (5, 1));
         assert_eq!(table.remove(EntryId(6)), Some("f"));
         assert!(table.is_empty());
@@ -345,8 +351,11 @@ mod tests {
                     assert_eq!(table.remove(EntryId(born)), map.remove(&born));
                 }
                 _ if round % 500 == 0 => {
-                    table.retain(|row| row % 3 != 0);
-                    map.retain(|_, row| *row % 3 != 0);
+                    let taken: Vec<u64> = map
+                        .extract_if(.., |_, row| *row % 3 == 0)
+                        .map(|(_, row)| row)
+                        .collect();
+                    assert_eq!(table.remove_where(|row| row % 3 == 0), taken);
                 }
                 _ => {
                     table.insert(EntryId(born), round);
