@@ -91,7 +91,7 @@ impl World {
     /// The claim transaction: up to `publish_batch_max` rows due now.
     fn publisher_claim(&mut self, index: usize, actor: ActorId) -> bool {
         let now = self.now;
-        let mut due = std::mem::take(&mut self.publishers[index].due);
+        let due = &mut self.publishers[index].due;
         due.clear();
         due.extend(
             self.db
@@ -102,7 +102,6 @@ impl World {
                 .map(|&(_, id)| id),
         );
         if due.is_empty() {
-            self.publishers[index].due = due;
             if let Some((ready, _)) = self.db.unpublished.first().copied() {
                 self.poke(actor, ready);
             }
@@ -110,10 +109,12 @@ impl World {
         }
         self.begin(actor, Verb::Claim);
         if self.commit_fault() == Some(false) {
-            self.publishers[index].due = due;
             self.finish();
             return true;
         }
+        // Taken out while the rows are claimed (that needs `self`); it
+        // goes back as the batch below.
+        let due = std::mem::take(&mut self.publishers[index].due);
         let incarnation = self.publishers[index].life.incarnation;
         let until = now + self.config.publish_lease_ms;
         for &id in &due {
@@ -136,8 +137,7 @@ impl World {
         let publisher = &mut self.publishers[index];
         // The claimed rows become the batch; the last batch's list is the
         // next claim's buffer.
-        std::mem::swap(&mut publisher.claimed, &mut due);
-        publisher.due = due;
+        publisher.due = std::mem::replace(&mut publisher.claimed, due);
         publisher.next = 0;
         publisher.confirmed.clear();
         publisher.unknown.clear();
