@@ -422,16 +422,14 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
     };
     // Every round runs the same world: what it did cannot differ, only
     // how long it took.
+    assert!(
+        samples.windows(2).all(|pair| pair[0].steps == pair[1].steps
+            && pair[0].steps_by_name == pair[1].steps_by_name
+            && pair[0].idle_wakes == pair[1].idle_wakes),
+        "{} did the same work in every round",
+        workload.name()
+    );
     let first = samples.first();
-    for sample in samples {
-        assert!(
-            first.is_some_and(|first| first.steps == sample.steps
-                && first.steps_by_name == sample.steps_by_name
-                && first.idle_wakes == sample.idle_wakes),
-            "{} did the same work in every round",
-            workload.name()
-        );
-    }
     let rate = Spread::of(rates);
     let steps_per_second = rate.median;
     Figures {
