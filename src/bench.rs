@@ -108,14 +108,18 @@ pub fn workloads(quick: bool) -> Vec<Workload> {
             invariants: true,
             trace: true,
         },
+        // 128 seeds, not fewer: each sample is a fresh process, and a
+        // campaign's first seeds pay for growing the allocator's heaps
+        // (page faults) while its last seed may leave a thread idle; over
+        // 32 seeds those two were most of what kept --jobs 2 from 2x.
         Workload::Campaign {
             jobs: 1,
-            seeds: 32,
+            seeds: 128,
             steps: scale(10_000),
         },
         Workload::Campaign {
             jobs: 2,
-            seeds: 32,
+            seeds: 128,
             steps: scale(10_000),
         },
         Workload::Transition {
@@ -784,7 +788,7 @@ mod tests {
         let names: Vec<String> = workloads(false).iter().map(Workload::name).collect();
         assert!(names.contains(&"fuzz-1e6".to_string()), "{names:?}");
         assert!(
-            names.contains(&"campaign-32x1e4-jobs-2".to_string()),
+            names.contains(&"campaign-128x1e4-jobs-2".to_string()),
             "{names:?}"
         );
         let quick: Vec<String> = workloads(true).iter().map(Workload::name).collect();
