@@ -82,20 +82,22 @@ pub struct Store {
     /// Tokens written per task, for the per-task artifact invariants.
     pub by_task: BTreeMap<TaskId, Vec<Token>>,
     /// Objects of compacted tasks in their usual shape (at most one version
-    /// that describes itself and its token), by token: 56 bytes each instead
-    /// of a tree entry and a heap-allocated version list.
+    /// that describes itself and its token), 56 bytes each instead of a
+    /// tree entry and a heap-allocated version list. In the order tasks
+    /// were compacted, a task's tokens side by side: compaction follows
+    /// retention, not task ids, so a list sorted by token would shift its
+    /// tail for every task that finished late.
     archive: Vec<Archived>,
     /// Objects of compacted tasks in any other shape, as they were.
     archive_odd: BTreeMap<Token, Object>,
-    /// One bit per task slot: the task's objects were archived. Lets a read
-    /// or write of a live task's token skip the archive.
-    archived_tasks: Vec<u64>,
+    /// By task slot: where the task's tokens start in `archive`, or
+    /// `NOT_ARCHIVED`. Lets a read or write of a live task's token skip the
+    /// archive, and finds an archived one without a search.
+    archive_start: Vec<u32>,
 }
 
-/// `task`'s word and bit in `Store::archived_tasks`.
-fn task_bit(task: TaskId) -> (usize, u64) {
-    (task.slot() / 64, 1 << (task.slot() % 64))
-}
+/// `Store::archive_start` of a task whose objects were not archived.
+const NOT_ARCHIVED: u32 = u32::MAX;
 
 /// An archived object: at most one version, whose metadata names the
 /// token's task and attempt and repeats the bytes' size and hash.
@@ -107,6 +109,8 @@ struct Archived {
     written: bool,
     hidden: bool,
     tombstone: bool,
+    /// Brought back among the live objects by a later write: skipped.
+    unarchived: bool,
 }
 
 impl Archived {
@@ -134,6 +138,7 @@ impl Archived {
             written: !object.versions.is_empty(),
             hidden: object.hidden,
             tombstone: object.tombstone,
+            unarchived: false,
         })
     }
 
@@ -257,20 +262,17 @@ impl Store {
         let Some(tokens) = self.by_task.remove(&task) else {
             return;
         };
-        let (word, bit) = task_bit(task);
-        if self.archived_tasks.len() <= word {
-            self.archived_tasks.resize(word + 1, 0);
+        if self.archive_start.len() <= task.slot() {
+            self.archive_start.resize(task.slot() + 1, NOT_ARCHIVED);
         }
-        self.archived_tasks[word] |= bit;
+        self.archive_start[task.slot()] =
+            u32::try_from(self.archive.len()).expect("fewer than 2^32 archived objects");
         for token in tokens {
             let Some(object) = self.objects.remove(&token) else {
                 continue;
             };
             match Archived::of(token, &object) {
-                Some(archived) => {
-                    let at = self.insert_point(token);
-                    self.archive.insert(at, archived);
-                }
+                Some(archived) => self.archive.push(archived),
                 None => {
                     self.archive_odd.insert(token, object);
                 }
@@ -278,34 +280,26 @@ impl Store {
         }
     }
 
-    /// Where `token` goes in the archive. Compaction follows retention,
-    /// which follows creation, so a token goes at or near the end: the
-    /// search gallops back from there over memory still warm.
-    fn insert_point(&self, token: Token) -> usize {
-        let mut hi = self.archive.len();
-        let mut step = 1;
-        while hi > 0 {
-            let probe = hi.saturating_sub(step);
-            if self.archive[probe].token < token {
-                let rest = &self.archive[probe + 1..hi];
-                return probe + 1 + rest.partition_point(|a| a.token < token);
-            }
-            hi = probe;
-            step *= 2;
-        }
-        0
-    }
-
     fn was_archived(&self, task: TaskId) -> bool {
-        let (word, bit) = task_bit(task);
-        self.archived_tasks
-            .get(word)
-            .is_some_and(|bits| bits & bit != 0)
+        self.archive_start
+            .get(task.slot())
+            .is_some_and(|start| *start != NOT_ARCHIVED)
     }
 
-    /// Where `token`'s object is in the compact archive, if it is there.
+    /// Where `token`'s object is in the compact archive, if it is there:
+    /// among its task's few tokens, which sit side by side.
     fn archive_slot(&self, token: Token) -> Option<usize> {
-        self.archive.binary_search_by(|a| a.token.cmp(&token)).ok()
+        let start = *self.archive_start.get(token.task.slot())?;
+        if start == NOT_ARCHIVED {
+            return None;
+        }
+        let start = start as usize;
+        self.archive
+            .get(start..)?
+            .iter()
+            .take_while(|archived| archived.token.task == token.task)
+            .position(|archived| archived.token == token && !archived.unarchived)
+            .map(|offset| start + offset)
     }
 
     /// An archived object, rebuilt.
@@ -322,7 +316,10 @@ impl Store {
             return;
         }
         let object = match self.archive_slot(token) {
-            Some(at) => self.archive.remove(at).object(),
+            Some(at) => {
+                self.archive[at].unarchived = true;
+                self.archive[at].object()
+            }
             None => match self.archive_odd.remove(&token) {
                 Some(object) => object,
                 None => return,
@@ -341,7 +338,75 @@ impl Store {
         let archived = self
             .archive
             .iter()
+            .filter(|archived| !archived.unarchived)
             .map(|archived| (archived.token, Cow::Owned(archived.object())));
         live.chain(archived)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::db::EffectKind;
+
+    fn token(task: u32, attempt: u32) -> Token {
+        Token {
+            task: TaskId(task),
+            attempt,
+            kind: EffectKind::Artifact,
+            generation: 0,
+        }
+    }
+
+    fn version(task: u32, attempt: u32) -> Version {
+        Version::plain(TaskId(task), attempt, [task as u8; 32], 100)
+    }
+
+    fn sorted_objects(store: &Store) -> Vec<(Token, Object)> {
+        let mut all: Vec<(Token, Object)> = store
+            .all_objects()
+            .map(|(token, object)| (token, object.into_owned()))
+            .collect();
+        all.sort_by_key(|(token, _)| *token);
+        all
+    }
+
+    /// Tasks compacted out of id order are archived in the order they came
+    /// and still found by token; a write to an archived token brings the
+    /// object back to the live ones, once.
+    #[test]
+    fn archive_finds_tokens_whatever_order_tasks_were_compacted_in() {
+        let mut store = Store::default();
+        for task in 1..=4 {
+            for attempt in 1..=2 {
+                store.put(token(task, attempt), version(task, attempt), false);
+            }
+        }
+        // An odd object: two versions (the unconditional-put mutant).
+        store.put(token(2, 1), version(9, 9), true);
+        store.hide(token(3, 2));
+        let before = sorted_objects(&store);
+        let observed: Vec<Observed> = before.iter().map(|(t, _)| store.observe(*t)).collect();
+
+        for task in [3, 1, 4, 2] {
+            store.archive_task(TaskId(task));
+        }
+        assert!(store.objects.is_empty() && store.by_task.is_empty());
+        assert_eq!(store.archive_odd.len(), 1, "task 2's two-version object");
+        assert_eq!(sorted_objects(&store), before);
+        let after: Vec<Observed> = before.iter().map(|(t, _)| store.observe(*t)).collect();
+        assert_eq!(after, observed);
+        assert_eq!(store.observe(token(5, 1)), Observed::Absent);
+        assert_eq!(store.observe(token(1, 3)), Observed::Absent);
+
+        // A put on an archived token finds it there and writes nothing.
+        assert!(!store.put(token(4, 1), version(7, 7), false));
+        assert!(store.objects.contains_key(&token(4, 1)));
+        assert_eq!(sorted_objects(&store), before);
+        store.hide(token(1, 2));
+        let hidden = sorted_objects(&store);
+        let (_, object) = hidden.iter().find(|(t, _)| *t == token(1, 2)).unwrap();
+        assert!(object.hidden);
+        assert_eq!(hidden.len(), before.len());
     }
 }
