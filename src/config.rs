@@ -21,6 +21,14 @@ pub struct Knob {
     pub help: &'static str,
 }
 
+/// The largest value the integer knob `name` allows.
+pub fn integer_max(name: &str) -> Option<u64> {
+    KNOBS.iter().find_map(|knob| match knob.kind {
+        KnobType::Integer { max, .. } if knob.name == name => Some(max),
+        _ => None,
+    })
+}
+
 macro_rules! knobs {
     ($( $field:ident : $ty:ident = $default:expr, [$min:expr, $max:expr], $help:expr; )*) => {
         /// The effective configuration of one run.

@@ -116,3 +116,34 @@ fn merge_refuses_a_file_that_is_not_a_summary() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("bad.json"));
 }
+
+/// A drawn world may take requests faster than it finishes them, so a long
+/// fault phase leaves a long drain. Seed 53's world has one worker: after
+/// 30,000 fault steps it needs about 105,000 drain steps, more than the
+/// default `drain_steps_max`, and a fuzz run allows ten drain steps per
+/// fault step, so it converges; a short run keeps the default budget.
+#[test]
+fn a_long_fuzz_run_gets_a_drain_that_grows_with_it() {
+    use sim::fuzz::campaign::{DRAIN_STEPS_PER_FAULT_STEP, fuzz_world};
+    let default = sim::config::Config::default().drain_steps_max;
+    let (short, _, _) = fuzz_world(53, 10_000, None);
+    assert_eq!(short.config.drain_steps_max, default);
+
+    let (scenario, mut world, _) = fuzz_world(53, 30_000, None);
+    assert_eq!(
+        scenario.config.drain_steps_max,
+        30_000 * DRAIN_STEPS_PER_FAULT_STEP
+    );
+    let outcome = sim::simulate::simulate(&mut world, 30_000, |_, _| {});
+    assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
+    assert!(
+        outcome.not_converged.is_empty(),
+        "{:?}",
+        outcome.not_converged.first()
+    );
+    assert!(
+        outcome.drain_steps > default,
+        "the drain ({} steps) needed more than the default budget",
+        outcome.drain_steps
+    );
+}
