@@ -643,6 +643,13 @@ impl World {
                 self.mirror_inbox(message);
             }
         }
+        // A row written in a step that touched no delivery of its message
+        // (a completion finalizes it, and the worker may crash before its
+        // ack) is copied too: a conflicting delivery later compares the
+        // row against this copy, and a stale one looks changed.
+        for index in 0..self.touched.inbox.len() {
+            self.mirror_inbox(self.touched.inbox[index]);
+        }
         self.counters.invariant_checks += checks;
         if let Some(found) = fired {
             let record = self.trace.last().expect("a step was just recorded");
@@ -1033,8 +1040,9 @@ impl World {
         }
     }
 
-    /// Keeps the checker's copy of an inbox row; a conflicting delivery
-    /// must leave the first hash's row as it was.
+    /// Keeps the checker's copy of an inbox row, after every step that
+    /// touched a delivery of its message or wrote the row; a conflicting
+    /// delivery must leave the first hash's row as it was.
     fn mirror_inbox(&mut self, message: OutboxId) {
         if let Some(row) = self.db.inbox.get(message) {
             self.checker

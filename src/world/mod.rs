@@ -146,6 +146,10 @@ pub struct Touched {
     /// Worker steps about a delivery: what they did with it.
     pub deliveries: Vec<worker::DeliveryTouch>,
     pub delivered: Vec<(ids::EntryId, u32)>,
+    /// Messages whose inbox row was written (registered or finalized): the
+    /// checker's copy of the row follows, even when no delivery of the
+    /// message is touched in the step (a completion's).
+    pub inbox: Vec<ids::OutboxId>,
 }
 
 /// `$each` applied to every list of a `Touched`, as an array of the
@@ -155,7 +159,7 @@ pub struct Touched {
 macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
-            projection created answers deliveries delivered)
+            projection created answers deliveries delivered inbox)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;
@@ -167,8 +171,8 @@ impl Touched {
     /// Nothing to check.
     pub fn is_empty(&self) -> bool {
         // Returns at the first list with something in it, as a chain of
-        // `&&` would: this runs every step (evaluating all ten lists cost
-        // 70 instructions a step more).
+        // `&&` would: this runs every step (evaluating every list, when there
+        // were ten, cost 70 instructions a step more).
         each_list!(self, |list| if !list.is_empty() {
             return false;
         });

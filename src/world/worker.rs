@@ -408,6 +408,7 @@ impl World {
                         completed_ms: None,
                     },
                 );
+                self.touched.inbox.push(message);
             }
         }
         self.touched.entries.push(job.delivery.entry);
@@ -1102,6 +1103,7 @@ impl World {
             row.result = job.result;
             row.completed_ms = Some(now);
             row.lease = None;
+            self.touched.inbox.push(job.delivery.message);
         }
     }
 
