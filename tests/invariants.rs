@@ -144,6 +144,7 @@ fn record(world: &mut World, key: &str, task: TaskId) {
         state: RecordState::Succeeded,
         answer: Answer::Accepted(task),
         committed_ms: world.now,
+        kept_since_ms: None,
     });
 }
 

@@ -8,6 +8,7 @@ mod input_errors;
 mod invariants;
 mod mutants;
 mod readme;
+mod retention;
 mod scenarios;
 mod tidy;
 mod transition;

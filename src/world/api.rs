@@ -410,6 +410,7 @@ impl World {
             state,
             answer,
             committed_ms: self.now,
+            kept_since_ms: None,
         });
         let keep = if self.mutant == Some(Mutant::EarlyIdempotencyExpiry) {
             (self.config.idempotency_ttl_ms / 1000).max(1)

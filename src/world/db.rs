@@ -87,6 +87,10 @@ pub struct IdempotencyRecord {
     pub state: RecordState,
     pub answer: Answer,
     pub committed_ms: u64,
+    /// When the reconciler first kept the record past its retention for a
+    /// task that had ended but was not settled (messages unpublished, an
+    /// effect open): how long it has waited sets when it looks again.
+    pub kept_since_ms: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -534,6 +538,12 @@ impl Db {
         self.idempotency
             .get(&KeyOf::new(key))
             .map(|record| &**record)
+    }
+
+    pub fn record_mut(&mut self, key: &Text) -> Option<&mut IdempotencyRecord> {
+        self.idempotency
+            .get_mut(&KeyOf::new(key))
+            .map(|record| &mut **record)
     }
 
     /// Writes `record` under its key, replacing any record there.
