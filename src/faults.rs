@@ -203,6 +203,12 @@ pub struct Injector {
     /// trigger step has run (armed).
     fired: Vec<bool>,
     armed: Vec<bool>,
+    /// Every scripted fault before this one has fired: the scans start here.
+    first_unfired: usize,
+    /// Every scripted fault is placed at a step, in step order, as a
+    /// reproducer writes them: a scan stops at the first not yet due, so a
+    /// replay of a long run costs per step what is due, not what is left.
+    step_ordered: bool,
     /// Per (site, kind) in catalogue order: rate in ppm, flattened per site.
     rates: [[u32; 4]; 12],
     any_random: bool,
@@ -231,10 +237,20 @@ impl Injector {
             table[site.index()][slot] = (*ppm).min(PPM);
         }
         let count = scripted.len();
+        let steps: Option<Vec<u64>> = scripted
+            .iter()
+            .map(|fault| match fault.placement {
+                Placement::Step(step) => Some(step),
+                _ => None,
+            })
+            .collect();
+        let step_ordered = steps.is_some_and(|steps| steps.is_sorted());
         Injector {
             scripted,
             fired: vec![false; count],
             armed: vec![false; count],
+            first_unfired: 0,
+            step_ordered,
             any_random: table.iter().flatten().any(|ppm| *ppm > 0),
             rates: table,
             rng: Prng::new(seed, crate::prng::Stream::Faults),
@@ -265,11 +281,14 @@ impl Injector {
             return None;
         }
         let mut chosen = None;
-        for index in 0..self.scripted.len() {
+        for index in self.first_unfired..self.scripted.len() {
             if self.fired[index] {
                 continue;
             }
             let fault = &self.scripted[index];
+            if self.not_yet(fault, step) {
+                break;
+            }
             if fault.site != site || fault.actor.is_some_and(|a| a != actor) {
                 continue;
             }
@@ -286,8 +305,8 @@ impl Injector {
                 Placement::After { .. } => self.armed[index],
             };
             if due {
-                self.fired[index] = true;
                 chosen = Some(fault.kind);
+                self.fire(index);
                 break;
             }
         }
@@ -338,11 +357,14 @@ impl Injector {
             return None;
         }
         let mut crash = None;
-        for index in 0..self.scripted.len() {
+        for index in self.first_unfired..self.scripted.len() {
             if self.fired[index] {
                 continue;
             }
             let fault = &self.scripted[index];
+            if self.not_yet(fault, step) {
+                break;
+            }
             if let Placement::After {
                 action: trigger,
                 nth,
@@ -355,8 +377,8 @@ impl Injector {
                 };
                 if trigger == action && counted == Some(nth) {
                     if fault.site == Site::Crash {
-                        self.fired[index] = true;
                         crash = Some(fault.actor.unwrap_or(actor));
+                        self.fire(index);
                         break;
                     }
                     self.armed[index] = true;
@@ -371,8 +393,8 @@ impl Injector {
                 Placement::After { .. } => false,
             };
             if due {
-                self.fired[index] = true;
                 crash = fault.actor.or(Some(actor));
+                self.fire(index);
                 break;
             }
         }
@@ -386,6 +408,19 @@ impl Injector {
             return crash;
         }
         self.random_crash(actor, step)
+    }
+
+    /// Whether the scan can stop at `fault`: in a step-ordered script, it
+    /// and every fault after it are placed after `step`.
+    fn not_yet(&self, fault: &ScriptedFault, step: u64) -> bool {
+        self.step_ordered && matches!(fault.placement, Placement::Step(at) if at > step)
+    }
+
+    fn fire(&mut self, index: usize) {
+        self.fired[index] = true;
+        while self.fired.get(self.first_unfired) == Some(&true) {
+            self.first_unfired += 1;
+        }
     }
 
     /// A crash drawn at random after a step of `actor`.
@@ -429,5 +464,57 @@ impl Injector {
             .filter(|(_, fired)| !**fired)
             .map(|(fault, _)| fault)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::ids::ActorKind;
+
+    fn at_step(site: Site, actor: ActorId, step: u64) -> ScriptedFault {
+        ScriptedFault {
+            site,
+            kind: site.kinds()[0],
+            placement: Placement::Step(step),
+            actor: Some(actor),
+        }
+    }
+
+    /// A script placed at steps in step order (a reproducer's) fires what
+    /// the full scan fired: a fault waits, due, for its own site and actor
+    /// while later ones fire around it, and none fires before its step.
+    #[test]
+    fn a_step_ordered_script_fires_each_fault_at_its_site_once_due() {
+        let api = ActorId::new(ActorKind::Api, 0);
+        let worker = ActorId::new(ActorKind::Worker, 0);
+        let script = vec![
+            at_step(Site::DbCommit, api, 10),
+            at_step(Site::StorePut, worker, 12),
+            at_step(Site::DbCommit, worker, 20),
+        ];
+        for ordered in [true, false] {
+            let mut faults = Injector::new(script.clone(), &FaultRates::none(), 1);
+            assert!(faults.step_ordered);
+            // The full scan, for comparison: the same answers.
+            faults.step_ordered = ordered;
+            let kind = |site: Site| Some(site.kinds()[0]);
+            assert_eq!(faults.at(Site::DbCommit, api, 9), None, "not yet due");
+            assert_eq!(faults.at(Site::DbCommit, worker, 11), None, "not its actor");
+            assert_eq!(faults.at(Site::StorePut, worker, 12), kind(Site::StorePut));
+            assert_eq!(faults.at(Site::DbCommit, api, 13), kind(Site::DbCommit));
+            assert_eq!(faults.first_unfired, 2, "both first faults fired");
+            assert_eq!(faults.at(Site::DbCommit, worker, 19), None);
+            assert_eq!(faults.at(Site::DbCommit, worker, 25), kind(Site::DbCommit));
+            assert_eq!(
+                faults.at(Site::DbCommit, worker, 26),
+                None,
+                "each fires once"
+            );
+            assert!(faults.unfired().is_empty());
+        }
+        let mut unordered = script;
+        unordered.swap(0, 2);
+        assert!(!Injector::new(unordered, &FaultRates::none(), 1).step_ordered);
     }
 }
