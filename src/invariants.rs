@@ -967,20 +967,23 @@ impl World {
 
     fn check_delivery(&mut self, touch: &crate::world::DeliveryTouch) -> Result<(), Fired> {
         let message = touch.message;
-        if touch.act == DeliveryAct::Register {
+        let class = if touch.act == DeliveryAct::Register {
             let class = match self.checker.inbox.get(message) {
                 Some((hash, _, _)) if *hash != touch.payload_sha256 => DeliveryClass::Conflicting,
                 Some((_, state, result)) if state.is_final() => DeliveryClass::DuplicateOf(*result),
                 _ => DeliveryClass::Fresh,
             };
             self.checker.deliveries.insert(touch.delivery, class);
-            return Ok(());
-        }
-        let class = self
-            .checker
-            .deliveries
-            .get(touch.delivery)
-            .unwrap_or(DeliveryClass::Fresh);
+            class
+        } else {
+            self.checker
+                .deliveries
+                .get(touch.delivery)
+                .unwrap_or(DeliveryClass::Fresh)
+        };
+        // Every act of a conflicting delivery, its register included, must
+        // leave the first payload's row as the copy taken after the last
+        // step that wrote it.
         if class == DeliveryClass::Conflicting {
             // The first hash's row must come through untouched.
             let before = self.checker.inbox.get(message).copied();
@@ -998,6 +1001,9 @@ impl World {
                     entities: vec![message.to_string()],
                 });
             }
+        }
+        if touch.act == DeliveryAct::Register {
+            return Ok(());
         }
         if matches!(
             touch.act,
