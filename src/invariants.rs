@@ -633,20 +633,10 @@ impl World {
         check_each!(delivered, |(entry, count)| self
             .check_delivered(entry, count));
         check_each!(entries, |entry| self.check_entry(entry));
-        // One copy per message: a second touch of it would copy the same row.
-        for index in 0..self.touched.deliveries.len() {
-            let message = self.touched.deliveries[index].message;
-            if !self.touched.deliveries[..index]
-                .iter()
-                .any(|touch| touch.message == message)
-            {
-                self.mirror_inbox(message);
-            }
-        }
-        // A row written in a step that touched no delivery of its message
-        // (a completion finalizes it, and the worker may crash before its
-        // ack) is copied too: a conflicting delivery later compares the
-        // row against this copy, and a stale one looks changed.
+        // The copy of an inbox row follows every write of what it holds
+        // (the worker lists the row when it registers or finalizes it), after
+        // the checks: a conflicting delivery is judged against the row as
+        // the last writing step left it.
         for index in 0..self.touched.inbox.len() {
             self.mirror_inbox(self.touched.inbox[index]);
         }
@@ -1046,9 +1036,9 @@ impl World {
         }
     }
 
-    /// Keeps the checker's copy of an inbox row, after every step that
-    /// touched a delivery of its message or wrote the row; a conflicting
-    /// delivery must leave the first hash's row as it was.
+    /// Keeps the checker's copy of an inbox row (payload hash, state,
+    /// result), after every step that wrote it; a conflicting delivery
+    /// must leave the first hash's row as it was.
     fn mirror_inbox(&mut self, message: OutboxId) {
         if let Some(row) = self.db.inbox.get(message) {
             self.checker

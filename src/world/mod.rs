@@ -147,8 +147,7 @@ pub struct Touched {
     pub deliveries: Vec<worker::DeliveryTouch>,
     pub delivered: Vec<(ids::EntryId, u32)>,
     /// Messages whose inbox row was written (registered or finalized): the
-    /// checker's copy of the row follows, even when no delivery of the
-    /// message is touched in the step (a completion's).
+    /// checker's copy of the row follows these writes and no others.
     pub inbox: Vec<ids::OutboxId>,
 }
 
