@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use sim::run::{Finished, execute, world_for};
+use sim::scenario::Scenario;
+
 /// Every scenario file under `scenarios/`, sorted.
 pub fn scenario_files() -> Vec<PathBuf> {
     files_under("scenarios", "toml")
@@ -84,4 +87,23 @@ pub fn scratch(name: &str) -> PathBuf {
 
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `scenarios/<name>.toml`, parsed.
+pub fn load_scenario(name: &str) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(format!("{name}.toml"));
+    sim::scenario::parse::load(&path).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// Runs `scenario` to its end, which must be as it expects (exit 0).
+pub fn run_clean(scenario: &Scenario) -> Finished {
+    let finished = execute(scenario, world_for(scenario), |_, _| {});
+    assert_eq!(
+        finished.exit, 0,
+        "{:?} {:?}",
+        finished.unmet, finished.outcome
+    );
+    finished
 }

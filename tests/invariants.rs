@@ -7,6 +7,8 @@
 
 use std::rc::Rc;
 
+use crate::common::load_scenario;
+
 use sim::invariants::INVARIANTS;
 use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
@@ -737,12 +739,7 @@ fn intents_are_forgotten_once_nothing_can_judge_them() {
 /// task-2.
 #[test]
 fn a_create_after_an_intents_deadline_is_judged_as_a_new_intent() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/regressions/key-reuse-retried-after-deadline.toml"
-    );
-    let scenario = sim::scenario::parse::load(std::path::Path::new(path))
-        .unwrap_or_else(|error| panic!("{error}"));
+    let scenario = load_scenario("regressions/key-reuse-retried-after-deadline");
     let finished = execute(&scenario, world_for(&scenario), |_, _| {});
     let violation = finished.outcome.violation.expect("the mutant is caught");
     assert_eq!(violation.invariant, "one-task-per-intent");

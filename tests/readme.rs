@@ -1,7 +1,7 @@
 //! The README stays true: its complete scenario example runs as it says,
 //! and its first commands are the ones the newcomer check types.
 
-use sim::run::{execute, world_for};
+use crate::common::run_clean;
 
 fn readme() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README.md")
@@ -19,12 +19,7 @@ fn the_readme_scenario_example_runs_as_it_expects() {
             && !scenario.faults.is_empty()
             && !scenario.expect.facts.is_empty()
     );
-    let finished = execute(&scenario, world_for(&scenario), |_, _| {});
-    assert_eq!(
-        finished.exit, 0,
-        "{:?} {:?}",
-        finished.unmet, finished.outcome
-    );
+    let finished = run_clean(&scenario);
     assert!(
         finished.world.faults.unfired().is_empty(),
         "every fault of the example fires"
