@@ -975,7 +975,6 @@ impl World {
         // leave the first payload's row as the copy taken after the last
         // step that wrote it.
         if class == DeliveryClass::Conflicting {
-            // The first hash's row must come through untouched.
             let before = self.checker.inbox.get(message).copied();
             let after = self
                 .db
@@ -991,9 +990,6 @@ impl World {
                     entities: vec![message.to_string()],
                 });
             }
-        }
-        if touch.act == DeliveryAct::Register {
-            return Ok(());
         }
         if matches!(
             touch.act,
