@@ -237,14 +237,12 @@ impl Injector {
             table[site.index()][slot] = (*ppm).min(PPM);
         }
         let count = scripted.len();
-        let steps: Option<Vec<u64>> = scripted
-            .iter()
-            .map(|fault| match fault.placement {
-                Placement::Step(step) => Some(step),
-                _ => None,
-            })
-            .collect();
-        let step_ordered = steps.is_some_and(|steps| steps.is_sorted());
+        let step_of = |fault: &ScriptedFault| match fault.placement {
+            Placement::Step(step) => Some(step),
+            _ => None,
+        };
+        let step_ordered = scripted.iter().all(|fault| step_of(fault).is_some())
+            && scripted.is_sorted_by_key(step_of);
         Injector {
             scripted,
             fired: vec![false; count],
