@@ -53,7 +53,8 @@ impl Record {
     /// so a sequence of records reads back one way only and needs no
     /// length prefix: two traces that differ in any field, an absent id
     /// and id 0 included, hash differently.
-    fn encode(&self, out: &mut Encoded) {
+    fn encode(&self, encoded: &mut Encoded) {
+        let mut out = encoded.writer();
         out.put_varint(self.step);
         out.put_varint(self.time_ms);
         out.put_array([self.actor.kind as u8]);
@@ -91,6 +92,7 @@ impl Record {
         if let Some((site, kind)) = self.fault {
             out.put_array([site as u8, kind as u8]);
         }
+        encoded.len = out.at;
     }
 
     /// The record as one JSON object (for `--trace FILE`).
@@ -208,34 +210,53 @@ impl Encoded {
         &self.bytes[..self.len]
     }
 
+    /// Where the next record goes: the free space after the gathered
+    /// bytes, written through a cursor of its own.
+    fn writer(&mut self) -> Writer<'_> {
+        Writer {
+            at: self.len,
+            bytes: &mut self.bytes[..],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+/// Writes one record's bytes. Its position is a local the compiler keeps
+/// in a register: as a field of `Encoded`, every byte stored (which may
+/// alias any memory) made it reload and store the length again.
+struct Writer<'a> {
+    bytes: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
     fn put(&mut self, bytes: &[u8]) {
-        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
+        self.bytes[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
     }
 
     /// An unsigned integer as LEB128: seven bits a byte, low bits first,
     /// the top bit set on every byte but the last.
     fn put_varint(&mut self, mut value: u64) {
         while value >= 0x80 {
-            self.bytes[self.len] = value as u8 | 0x80;
-            self.len += 1;
+            self.bytes[self.at] = value as u8 | 0x80;
+            self.at += 1;
             value >>= 7;
         }
-        self.bytes[self.len] = value as u8;
-        self.len += 1;
+        self.bytes[self.at] = value as u8;
+        self.at += 1;
     }
 
     /// `put` for a fixed-size field: the copy is a few stores, not a call.
     fn put_array<const N: usize>(&mut self, bytes: [u8; N]) {
-        let field: &mut [u8; N] = (&mut self.bytes[self.len..self.len + N])
+        let field: &mut [u8; N] = (&mut self.bytes[self.at..self.at + N])
             .try_into()
             .expect("N bytes");
         *field = bytes;
-        self.len += N;
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
+        self.at += N;
     }
 }
 
@@ -533,9 +554,11 @@ mod tests {
     #[test]
     fn varints_take_seven_bits_a_byte() {
         let mut encoded = Encoded::new();
+        let mut out = encoded.writer();
         for value in [0, 127, 128, 300, u64::MAX] {
-            encoded.put_varint(value);
+            out.put_varint(value);
         }
+        encoded.len = out.at;
         let mut expected = vec![0x00, 0x7f, 0x80, 0x01, 0xac, 0x02];
         expected.extend([0xff; 9]);
         expected.push(0x01);
