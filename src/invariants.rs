@@ -5,12 +5,12 @@
 //! at quiescence.
 
 use std::collections::BTreeMap;
-use std::collections::btree_map::Entry;
 
 use crate::hash::{Sha, hex};
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
 use crate::world::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
 use crate::world::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::keymap::KeyMap;
 use crate::world::table::IdTable;
 use crate::world::{DeliveryAct, World};
 
@@ -242,7 +242,7 @@ pub struct Checker {
     /// alive. A record that lived and
     /// is gone ends the key's epoch and its entry: memory follows live keys.
     /// Filed by `KeyOf`: fingerprint, then text.
-    keys: BTreeMap<KeyOf, KeyLife>,
+    keys: KeyMap<KeyOf, KeyLife>,
     accepted_creates: u64,
     /// Counts `check_step` calls; see `TaskMirror::synced`.
     round: u64,
@@ -658,7 +658,7 @@ impl World {
         let replay = row.replay_of.is_some();
         mirror_in(&mut self.checker.tasks, &self.db, task);
         let key = KeyOf::new(&row.key);
-        self.checker.keys.entry(key).or_default().created(task);
+        self.checker.keys.get_or_default(key).created(task);
         if !replay {
             self.checker.accepted_creates += 1;
             if self.checker.accepted_creates > self.db.quota_total {
@@ -758,10 +758,14 @@ impl World {
         let Some(record) = self.record(key) else {
             // A record that lived and is gone opens a new epoch: a task
             // created under the key from now on is a new intent's.
-            if let Entry::Occupied(life) = self.checker.keys.entry(KeyOf::new(key))
-                && life.get().recorded
+            let key = KeyOf::new(key);
+            if self
+                .checker
+                .keys
+                .get(&key)
+                .is_some_and(|life| life.recorded)
             {
-                life.remove();
+                self.checker.keys.remove(&key);
             }
             return Ok(());
         };
@@ -769,7 +773,7 @@ impl World {
             Answer::Accepted(task) => Some(task),
             Answer::Refused(_) => None,
         };
-        let life = self.checker.keys.entry(KeyOf::new(key)).or_default();
+        let life = self.checker.keys.get_or_default(KeyOf::new(key));
         life.recorded = true;
         let other = life.other_than(named);
         if let Some(other) = other {

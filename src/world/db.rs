@@ -11,6 +11,7 @@ use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
 use super::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
+use super::keymap::KeyMap;
 use super::table::{IdTable, SortedDeque};
 
 /// The one idempotency scope of this pipeline.
@@ -491,8 +492,9 @@ pub struct Db {
     /// old rows stay together and recent ones are adjacent.
     pub tasks: Vec<TaskRow>,
     /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
-    /// every create, cancel, read and expiry, and keys share long prefixes.
-    idempotency: BTreeMap<KeyOf, Box<IdempotencyRecord>>,
+    /// every create, cancel, read and expiry. Boxed: a record is large and
+    /// the table moves its entries when it grows.
+    idempotency: KeyMap<KeyOf, Box<IdempotencyRecord>>,
     /// By outbox id; a row leaves when its task is compacted.
     outbox: IdTable<OutboxId, OutboxRow>,
     /// Outbox rows ever written: the last id given out.
@@ -556,9 +558,12 @@ impl Db {
         self.idempotency.remove(&KeyOf::new(key))
     }
 
-    /// Every live idempotency record, in no meaningful order.
+    /// Every live idempotency record, in the order of `KeyOf`.
     pub fn records(&self) -> impl Iterator<Item = &IdempotencyRecord> {
-        self.idempotency.values().map(|record| &**record)
+        self.idempotency
+            .values_in_key_order()
+            .into_iter()
+            .map(|record| &**record)
     }
 
     pub fn task(&self, id: TaskId) -> &TaskRow {

@@ -250,12 +250,10 @@ counter_id!(SignalId, "sig");
 counter_id!(CallId, "call");
 
 /// An idempotency key as the maps that look keys up file it: a 64-bit
-/// fingerprint of its bytes first, then the key itself. Keys share long prefixes
-/// (`intent-000123`), so a search ordered by the text compared many bytes at
-/// every node; ordered by fingerprint it compares integers and the text
-/// only where fingerprints are equal. The order is deterministic but not
-/// the text's: a map filed by it is looked up, and iterated only where the
-/// order cannot show (the dump sorts its keys).
+/// fingerprint of its bytes, then the key itself. The maps are `KeyMap`s,
+/// which hash by the fingerprint: a lookup is a probe or two and one
+/// compare of the text, where a search ordered by the text compared long
+/// shared prefixes (`intent-000123`) at every node.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct KeyOf(u64, Text);
 
@@ -265,9 +263,17 @@ impl KeyOf {
     }
 }
 
+impl std::hash::Hash for KeyOf {
+    /// The fingerprint alone: equal keys have equal fingerprints, and it
+    /// is already well mixed (see `KeyMap`).
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0);
+    }
+}
+
 /// Eight bytes at a time, multiply-rotate, then murmur3's finaliser so
 /// that keys differing only in their last digits differ in every bit.
-fn fingerprint(bytes: &[u8]) -> u64 {
+pub fn fingerprint(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let add = |state: u64, word: u64| (state.rotate_left(5) ^ word).wrapping_mul(K);
     let mut state = bytes.len() as u64;

@@ -5,8 +5,6 @@
 //! request carries it and its first answer's deadline has passed), so the
 //! table follows the requests in flight, not the requests ever made.
 
-use std::collections::btree_map::Entry;
-
 use super::World;
 use super::db;
 use super::ids::{IntentId, KeyOf};
@@ -50,26 +48,21 @@ impl World {
     /// never depends on when housekeeping ran.
     pub fn intent_for(&mut self, key: &Text, fingerprint: Sha, fresh: bool) -> IntentId {
         let id = IntentId(self.intents_made + 1);
-        // One search of the index: a known intent is answered from it, a
-        // new (or fresh) one takes its slot.
-        match self.intent_index.entry((KeyOf::new(key), fingerprint)) {
-            Entry::Occupied(mut known) => {
-                let old = *known.get();
-                let binds = self.intents.get(old).is_some_and(|row| row.binds(self.now));
-                if binds && !fresh {
-                    return old;
-                }
-                known.insert(id);
-                if !binds {
-                    // Nothing carries it and nothing can be judged
-                    // against it: it would be forgotten anyway.
-                    self.intents.remove(old);
-                }
+        // A known intent is answered from the index; a new (or fresh) one
+        // takes its slot.
+        let slot = (KeyOf::new(key), fingerprint);
+        if let Some(&old) = self.intent_index.get(&slot) {
+            let binds = self.intents.get(old).is_some_and(|row| row.binds(self.now));
+            if binds && !fresh {
+                return old;
             }
-            Entry::Vacant(slot) => {
-                slot.insert(id);
+            if !binds {
+                // Nothing carries it and nothing can be judged against it:
+                // it would be forgotten anyway.
+                self.intents.remove(old);
             }
         }
+        self.intent_index.insert(slot, id);
         self.intents_made += 1;
         self.intents.insert(
             id,

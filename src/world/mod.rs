@@ -7,6 +7,7 @@ pub mod broker;
 pub mod cache;
 pub mod db;
 pub mod ids;
+pub mod keymap;
 pub mod schedule;
 pub mod step;
 pub mod store;
@@ -50,6 +51,7 @@ use broker::Broker;
 use cache::Cache;
 use db::{Db, Input};
 use ids::{ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
+use keymap::KeyMap;
 use schedule::Schedule;
 use step::{StepCounts, Verb};
 use store::Store;
@@ -247,7 +249,7 @@ pub struct World {
     /// Intents made so far: the last `IntentId`.
     intents_made: u32,
     /// Filed by `KeyOf` (fingerprint, then text): only looked up.
-    intent_index: BTreeMap<(KeyOf, crate::hash::Sha), IntentId>,
+    intent_index: KeyMap<(KeyOf, crate::hash::Sha), IntentId>,
     /// Intents no request carries, to look at again by a time: the
     /// release of the last one (at the end of that step), or the deadline
     /// of a first answer that still binds retries.
@@ -346,7 +348,7 @@ impl World {
             reconciler: Reconciler::new(),
             intents: IdTable::default(),
             intents_made: 0,
-            intent_index: BTreeMap::new(),
+            intent_index: KeyMap::default(),
             intents_due: SortedDeque::default(),
             trace: Trace::new(),
             checker: Checker::default(),
