@@ -223,17 +223,17 @@ impl World {
             })
             .collect();
         let mut cache = Map::new();
-        for (task, entry) in &self.cache.entries {
+        for (task, entry) in self.cache.entries.iter() {
             let value = match entry {
                 CacheEntry::View { status, version } => {
                     json!({"status": status.as_str(), "version": version})
                 }
                 CacheEntry::Tombstone { version } => json!({"tombstone": version}),
             };
-            cache.insert(cache_key(*task), value);
+            cache.insert(cache_key(task), value);
         }
         let mut projection = Map::new();
-        for (task, model) in &self.projector.models {
+        for (task, model) in self.projector.models.iter() {
             projection.insert(task.to_string(), state_to_json(&model.state));
         }
         let manual_review: Vec<Value> = self

@@ -937,7 +937,7 @@ impl World {
     }
 
     fn check_projection(&mut self, task: TaskId) -> Result<(), Fired> {
-        let Some(model) = self.projector.models.get(&task) else {
+        let Some(model) = self.projector.models.get(task) else {
             return Ok(());
         };
         let model = &model.state;
@@ -1137,8 +1137,8 @@ impl World {
                 failures.push(format!("{} lost its error code or attempts", letter.id));
             }
         }
-        for (task, model) in &self.projector.models {
-            let state = &self.db.task(*task).state;
+        for (task, model) in self.projector.models.iter() {
+            let state = &self.db.task(task).state;
             if model.state != *state {
                 failures.push(format!(
                     "the projector's model of {task} is {}/v{} but the task is {}/v{}",
@@ -1149,9 +1149,9 @@ impl World {
                 ));
             }
         }
-        for (task, entry) in &self.cache.entries {
+        for (task, entry) in self.cache.entries.iter() {
             if let crate::world::cache::CacheEntry::View { status, version } = entry {
-                let state = &self.db.task(*task).state;
+                let state = &self.db.task(task).state;
                 if state.version != *version || state.status != *status {
                     failures.push(format!(
                         "the cache shows {task} {}/v{version} but it is {}/v{}",

@@ -506,7 +506,7 @@ fn fires_projection_consistent() {
     let model = world
         .projector
         .models
-        .get(&TASK)
+        .get(TASK)
         .expect("the projector modelled task-1")
         .clone();
     assert_eq!(model.state, world.db.task(TASK).state);
@@ -515,7 +515,7 @@ fn fires_projection_consistent() {
     world
         .projector
         .models
-        .get_mut(&TASK)
+        .get_mut(TASK)
         .expect("model")
         .state
         .status = Status::Failed;
@@ -914,7 +914,7 @@ fn fires_converges() {
     let mut world = happy();
     world.db.task_mut(TASK).state.status = Status::Running;
     // The read model would lag the hand-edited row; leave it absent.
-    world.projector.models.remove(&TASK);
+    world.projector.models.remove(TASK);
     let failures = world.convergence_failures();
     assert!(
         failures

@@ -3,11 +3,10 @@
 //! and may be evicted; tombstones carry none and, under a `volatile-*`
 //! eviction policy, are never evicted (see README, decisions).
 
-use std::collections::BTreeMap;
-
 use crate::task::Status;
 
 use super::ids::TaskId;
+use super::table::IdTable;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheEntry {
@@ -33,7 +32,7 @@ pub enum Fill {
 
 #[derive(Debug, Default)]
 pub struct Cache {
-    pub entries: BTreeMap<TaskId, CacheEntry>,
+    pub entries: IdTable<TaskId, CacheEntry>,
 }
 
 pub fn cache_key(task: TaskId) -> String {
@@ -42,14 +41,14 @@ pub fn cache_key(task: TaskId) -> String {
 
 impl Cache {
     pub fn get(&self, task: TaskId) -> Option<CacheEntry> {
-        self.entries.get(&task).copied()
+        self.entries.get(task).copied()
     }
 
     /// Fills a view unless a tombstone above its version, or a view at its
     /// version or above, is there. A fill at the tombstone's own version is
     /// the current state and is kept.
     pub fn fill(&mut self, task: TaskId, status: Status, version: i64) -> Fill {
-        let refused = match self.entries.get(&task) {
+        let refused = match self.entries.get(task) {
             Some(CacheEntry::Tombstone { version: floor }) => *floor > version,
             Some(CacheEntry::View {
                 version: cached, ..
@@ -67,7 +66,7 @@ impl Cache {
     /// Deletes the view, leaving a tombstone at `version` (never lowering an
     /// existing one).
     pub fn delete(&mut self, task: TaskId, version: i64) {
-        let floor = self.entries.get(&task).map_or(version, |e| match e {
+        let floor = self.entries.get(task).map_or(version, |e| match e {
             CacheEntry::Tombstone { version: v } => (*v).max(version),
             CacheEntry::View { .. } => version,
         });
@@ -77,8 +76,8 @@ impl Cache {
 
     /// Evicts a view; tombstones stay.
     pub fn evict(&mut self, task: TaskId) -> bool {
-        if let Some(CacheEntry::View { .. }) = self.entries.get(&task) {
-            self.entries.remove(&task);
+        if let Some(CacheEntry::View { .. }) = self.entries.get(task) {
+            self.entries.remove(task);
             true
         } else {
             false

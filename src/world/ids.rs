@@ -228,6 +228,10 @@ macro_rules! counter_id {
             fn slot(self) -> usize {
                 $name::slot(self)
             }
+
+            fn from_slot(slot: usize) -> $name {
+                $name(u32::try_from(slot + 1).expect("a slot of a u32 id"))
+            }
         }
 
         impl fmt::Display for $name {

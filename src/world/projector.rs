@@ -6,7 +6,6 @@
 //! applied. After a crash it rebuilds a task lazily from its latest verified
 //! snapshot, later events and the state row. It owns cache invalidation.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use crate::faults::{FaultKind, Site};
@@ -20,6 +19,7 @@ use super::broker::Delivery;
 use super::db::{Payload, ReviewReason};
 use super::ids::{ActorId, TaskId};
 use super::step::Verb;
+use super::table::IdTable;
 use super::{Life, World};
 
 /// The projector's view of one task.
@@ -52,7 +52,7 @@ pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,
     pub current: Option<Delivery>,
-    pub models: BTreeMap<TaskId, Box<Model>>,
+    pub models: IdTable<TaskId, Box<Model>>,
     /// Deliveries handed over: (arrival, order, delivery).
     pub mailbox: Vec<(u64, u64, Delivery)>,
     next_order: u64,
@@ -67,7 +67,7 @@ impl Projector {
             life: Life::new(),
             phase: ProjectorPhase::Idle,
             current: None,
-            models: BTreeMap::new(),
+            models: IdTable::default(),
             mailbox: Vec::new(),
             next_order: 0,
             watermark: 0,
@@ -216,7 +216,7 @@ impl World {
         // read then) is new, and its first event is taken at face value;
         // any other task is rebuilt from the store.
         let may_have_forgotten = event.sequence > 1 || task.0 <= self.projector.watermark;
-        if !self.projector.models.contains_key(&task) && may_have_forgotten {
+        if !self.projector.models.contains(task) && may_have_forgotten {
             self.begin(ActorId::PROJECTOR, Verb::Rebuild);
             self.rec.task = Some(task);
             self.rec.hash = Some(payload_sha256);
@@ -270,7 +270,7 @@ impl World {
         let version = self
             .projector
             .models
-            .get(&task)
+            .get(task)
             .map_or(0, |model| model.state.version);
         self.touched.projection.push(task);
         self.invalidate(task, version);
@@ -319,8 +319,7 @@ impl World {
         let state = self
             .projector
             .models
-            .entry(task)
-            .or_insert_with(|| {
+            .get_or_insert_with(task, || {
                 Box::new(Model {
                     state: initial_state(event.task_id.clone()),
                     applied: Vec::with_capacity(3),
@@ -342,11 +341,7 @@ impl World {
         };
         match result {
             Transition::Accepted { next, .. } => {
-                let model = self
-                    .projector
-                    .models
-                    .get_mut(&task)
-                    .expect("inserted above");
+                let model = self.projector.models.get_mut(task).expect("inserted above");
                 model.state = next;
                 while model.applied.len() < (event.sequence - 1) as usize {
                     model.applied.push((Text::from(""), [0; 32]));
@@ -358,7 +353,7 @@ impl World {
             Transition::Rejected {
                 reason: RejectReason::DuplicateOrOldSequence,
             } => {
-                let model = &self.projector.models[&task];
+                let model = self.projector.models.get(task).expect("modelled");
                 let seen = usize::try_from(event.sequence - 1)
                     .ok()
                     .and_then(|index| model.applied.get(index));
@@ -392,7 +387,7 @@ impl World {
         let version = self
             .projector
             .models
-            .get(&task)
+            .get(task)
             .map_or(0, |model| model.state.version);
         let missing: Vec<(Rc<TaskEvent>, Sha)> = self
             .db

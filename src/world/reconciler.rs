@@ -404,8 +404,8 @@ impl World {
             self.db.drop_outbox_row(id);
             self.checker.forget_message(id);
         }
-        self.cache.entries.remove(&task);
-        self.projector.models.remove(&task);
+        self.cache.entries.remove(task);
+        self.projector.models.remove(task);
         self.store.archive_task(task);
         self.highest_seen
             .extract_if((task, 0)..=(task, u16::MAX), |_, _| true)

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 /// Counter ids that name a slot: 0-based, dense.
 pub trait Slot: Copy {
     fn slot(self) -> usize;
+    /// The id whose slot this is.
+    fn from_slot(slot: usize) -> Self;
 }
 
 /// A table of rows by counter id. A lookup in the window is an index, not
@@ -23,7 +25,7 @@ pub trait Slot: Copy {
 /// request big enough to make malloc consolidate its free lists first).
 /// Small rows pay for the box too; few rows go aside, and one rule is
 /// simpler. Iteration is in id order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct IdTable<K, V> {
     slots: VecDeque<Option<V>>,
     /// The slot number of `slots[0]`.
@@ -77,6 +79,22 @@ impl<K: Slot, V> IdTable<K, V> {
 
     pub fn contains(&self, id: K) -> bool {
         self.get(id).is_some()
+    }
+
+    /// The row of `id`, made by `make` first if there is none.
+    pub fn get_or_insert_with(&mut self, id: K, make: impl FnOnce() -> V) -> &mut V {
+        if !self.contains(id) {
+            self.insert(id, make());
+        }
+        self.get_mut(id).expect("inserted")
+    }
+
+    /// Drops every row.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.base = 0;
+        self.in_window = 0;
+        self.stragglers.clear();
     }
 
     /// Writes the row of `id`, replacing the row there.
@@ -191,6 +209,16 @@ impl<K: Slot, V> IdTable<K, V> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The rows and their ids, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (K, &V)> {
+        self.stragglers
+            .iter()
+            .map(|(slot, row)| (K::from_slot(*slot), &**row))
+            .chain(self.slots.iter().enumerate().filter_map(|(index, slot)| {
+                Some((K::from_slot(self.base + index), slot.as_ref()?))
+            }))
     }
 
     /// The rows in id order.
@@ -383,8 +411,23 @@ mod tests {
             stayer_set_aside |= table.stragglers.keys().any(|slot| (slot + 1) % 50 == 0);
         }
         assert!(table.values().eq(map.values()));
+        assert!(
+            table
+                .iter()
+                .map(|(id, row)| (id.0, *row))
+                .eq(map.iter().map(|(id, row)| (*id, *row)))
+        );
         assert!(stayer_set_aside, "a row that stayed was moved aside");
         assert_eq!(table.is_empty(), map.is_empty());
+        let (old, new) = (*map.keys().next().expect("rows"), next + 7);
+        *table.get_or_insert_with(EntryId(old), || 1_000) += 1;
+        *table.get_or_insert_with(EntryId(new), || 1_000) += 1;
+        assert_eq!(table.get(EntryId(old)), Some(&(map[&old] + 1)));
+        assert_eq!(table.get(EntryId(new)), Some(&1_001));
+        table.clear();
+        assert!(table.is_empty() && table.iter().next().is_none());
+        table.insert(EntryId(3), 3);
+        assert_eq!(table.iter().collect::<Vec<_>>(), [(EntryId(3), &3)]);
     }
 
     /// An `IdTable` and the `BTreeMap` it must answer like, checked
