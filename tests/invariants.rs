@@ -103,11 +103,7 @@ fn artifact_token() -> Token {
 
 /// The store object of task-1's artifact.
 fn the_artifact(world: &mut World) -> &mut Object {
-    world
-        .store
-        .objects
-        .get_mut(&artifact_token())
-        .expect("the artifact")
+    world.store.get_mut(artifact_token()).expect("the artifact")
 }
 
 /// Inserts the task row of an accepted create under `key`, with task-1's
@@ -280,7 +276,7 @@ fn fires_one_artifact_per_token() {
     };
     clean(&mut world, touched());
     // A second written version under the same token (an overwriting put).
-    let object = world.store.objects.get_mut(&token).expect("the artifact");
+    let object = world.store.get_mut(token).expect("the artifact");
     let version = object.versions[0];
     object.versions.push(version);
     fires(&mut world, touched(), "one-artifact-per-token");
@@ -373,7 +369,7 @@ fn fires_completed_has_verified_artifact() {
     // The artifact is gone.
     let mut world = happy();
     clean(&mut world, tasks(&[TASK]));
-    world.store.objects.remove(&artifact_token());
+    world.store.remove(artifact_token());
     fires(
         &mut world,
         tasks(&[TASK]),
@@ -401,12 +397,7 @@ fn fires_no_visible_corrupt_artifact() {
     };
     clean(&mut world, touched());
     // The compensation's hide is undone: the corrupt artifact shows.
-    world
-        .store
-        .objects
-        .get_mut(&token)
-        .expect("the artifact")
-        .hidden = false;
+    world.store.get_mut(token).expect("the artifact").hidden = false;
     fires(&mut world, touched(), "no-visible-corrupt-artifact");
 }
 

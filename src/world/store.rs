@@ -11,6 +11,7 @@ use crate::hash::{Sha, sha256};
 
 use super::db::Token;
 use super::ids::TaskId;
+use super::table::IdTable;
 
 /// What an artifact says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,10 +78,13 @@ pub enum Observed {
 
 #[derive(Debug, Default)]
 pub struct Store {
-    /// Objects of tasks not compacted.
-    pub objects: BTreeMap<Token, Object>,
-    /// Tokens written per task, for the per-task artifact invariants.
-    pub by_task: BTreeMap<TaskId, Vec<Token>>,
+    /// Objects of tasks not compacted (and of compacted ones written
+    /// again), by task: a task has a few tokens, found by a look along
+    /// its short list after an index by task id.
+    objects: IdTable<TaskId, Vec<(Token, Object)>>,
+    /// Tokens written per task while it is not compacted, for the
+    /// per-task artifact invariants.
+    by_task: IdTable<TaskId, Vec<Token>>,
     /// Objects of compacted tasks in their usual shape (at most one version
     /// that describes itself and its token), 56 bytes each instead of a
     /// tree entry and a heap-allocated version list. In the order tasks
@@ -176,12 +180,42 @@ impl Store {
     /// An object of a task not compacted (the ones anything but the dump
     /// reads).
     pub fn get(&self, token: Token) -> Option<&Object> {
-        self.objects.get(&token)
+        self.objects
+            .get(token.task)?
+            .iter()
+            .find(|(written, _)| *written == token)
+            .map(|(_, object)| object)
+    }
+
+    pub fn get_mut(&mut self, token: Token) -> Option<&mut Object> {
+        self.objects
+            .get_mut(token.task)?
+            .iter_mut()
+            .find(|(written, _)| *written == token)
+            .map(|(_, object)| object)
+    }
+
+    /// Files a new object under `token`, which holds none.
+    fn insert(&mut self, token: Token, object: Object) {
+        self.objects
+            .get_or_insert_with(token.task, Vec::new)
+            .push((token, object));
+    }
+
+    /// Takes out the object under `token`.
+    pub fn remove(&mut self, token: Token) -> Option<Object> {
+        let objects = self.objects.get_mut(token.task)?;
+        let at = objects.iter().position(|(written, _)| *written == token)?;
+        let (_, object) = objects.remove(at);
+        if objects.is_empty() {
+            self.objects.remove(token.task);
+        }
+        Some(object)
     }
 
     pub fn observe(&self, token: Token) -> Observed {
         let archived;
-        let object = match self.objects.get(&token) {
+        let object = match self.get(token) {
             Some(object) => Some(object),
             None if !self.was_archived(token.task) => None,
             None => {
@@ -206,7 +240,7 @@ impl Store {
     /// version was written.
     pub fn put(&mut self, token: Token, version: Version, overwrite: bool) -> bool {
         self.unarchive(token);
-        match self.objects.get_mut(&token) {
+        match self.get_mut(token) {
             Some(object) => {
                 if overwrite && !object.tombstone {
                     object.versions.push(version);
@@ -216,7 +250,7 @@ impl Store {
                 }
             }
             None => {
-                self.objects.insert(
+                self.insert(
                     token,
                     Object {
                         versions: vec![version],
@@ -224,7 +258,9 @@ impl Store {
                         tombstone: false,
                     },
                 );
-                self.by_task.entry(token.task).or_default().push(token);
+                self.by_task
+                    .get_or_insert_with(token.task, Vec::new)
+                    .push(token);
                 true
             }
         }
@@ -234,10 +270,10 @@ impl Store {
     /// hidden tombstone.
     pub fn hide(&mut self, token: Token) {
         self.unarchive(token);
-        match self.objects.get_mut(&token) {
+        match self.get_mut(token) {
             Some(object) => object.hidden = true,
             None => {
-                self.objects.insert(
+                self.insert(
                     token,
                     Object {
                         versions: Vec::new(),
@@ -245,21 +281,23 @@ impl Store {
                         tombstone: true,
                     },
                 );
-                self.by_task.entry(token.task).or_default().push(token);
+                self.by_task
+                    .get_or_insert_with(token.task, Vec::new)
+                    .push(token);
             }
         }
     }
 
     pub fn tokens_of(&self, task: TaskId) -> &[Token] {
         self.by_task
-            .get(&task)
+            .get(task)
             .map_or(&[], |tokens| tokens.as_slice())
     }
 
     /// Moves a compacted task's objects to the archive: nothing but the
     /// dump reads them any more, and the per-task list goes.
     pub fn archive_task(&mut self, task: TaskId) {
-        let Some(tokens) = self.by_task.remove(&task) else {
+        let Some(tokens) = self.by_task.remove(task) else {
             return;
         };
         if self.archive_start.len() <= task.slot() {
@@ -268,7 +306,7 @@ impl Store {
         self.archive_start[task.slot()] =
             u32::try_from(self.archive.len()).expect("fewer than 2^32 archived objects");
         for token in tokens {
-            let Some(object) = self.objects.remove(&token) else {
+            let Some(object) = self.remove(token) else {
                 continue;
             };
             match Archived::of(token, &object) {
@@ -312,7 +350,7 @@ impl Store {
 
     /// Brings an archived object back among the live ones before a write.
     fn unarchive(&mut self, token: Token) {
-        if !self.was_archived(token.task) || self.objects.contains_key(&token) {
+        if !self.was_archived(token.task) || self.get(token).is_some() {
             return;
         }
         let object = match self.archive_slot(token) {
@@ -325,14 +363,16 @@ impl Store {
                 None => return,
             },
         };
-        self.objects.insert(token, object);
+        self.insert(token, object);
     }
 
     /// Every object, live or archived, for the dump (in no set order).
     pub fn all_objects(&self) -> impl Iterator<Item = (Token, Cow<'_, Object>)> {
         let live = self
             .objects
-            .iter()
+            .values()
+            .flatten()
+            .map(|(token, object)| (token, object))
             .chain(&self.archive_odd)
             .map(|(token, object)| (*token, Cow::Borrowed(object)));
         let archived = self
@@ -401,7 +441,7 @@ mod tests {
 
         // A put on an archived token finds it there and writes nothing.
         assert!(!store.put(token(4, 1), version(7, 7), false));
-        assert!(store.objects.contains_key(&token(4, 1)));
+        assert!(store.get(token(4, 1)).is_some());
         assert_eq!(sorted_objects(&store), before);
         store.hide(token(1, 2));
         let hidden = sorted_objects(&store);
