@@ -492,9 +492,10 @@ pub struct Db {
     /// old rows stay together and recent ones are adjacent.
     pub tasks: Vec<TaskRow>,
     /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
-    /// every create, cancel, read and expiry. Boxed: a record is large and
-    /// the table moves its entries when it grows.
-    idempotency: KeyMap<KeyOf, Box<IdempotencyRecord>>,
+    /// every create, cancel, read and expiry. Held in the table itself: a
+    /// probe lands on the record, not on a pointer to a block written when
+    /// the record was (an expiry reads records last touched long before).
+    idempotency: KeyMap<KeyOf, IdempotencyRecord>,
     /// By outbox id; a row leaves when its task is compacted.
     outbox: IdTable<OutboxId, OutboxRow>,
     /// Outbox rows ever written: the last id given out.
@@ -537,33 +538,25 @@ impl Db {
 
     /// The idempotency record of `key`.
     pub fn record(&self, key: &Text) -> Option<&IdempotencyRecord> {
-        self.idempotency
-            .get(&KeyOf::new(key))
-            .map(|record| &**record)
+        self.idempotency.get(&KeyOf::new(key))
     }
 
     pub fn record_mut(&mut self, key: &Text) -> Option<&mut IdempotencyRecord> {
-        self.idempotency
-            .get_mut(&KeyOf::new(key))
-            .map(|record| &mut **record)
+        self.idempotency.get_mut(&KeyOf::new(key))
     }
 
     /// Writes `record` under its key, replacing any record there.
     pub fn put_record(&mut self, record: IdempotencyRecord) {
-        self.idempotency
-            .insert(KeyOf::new(&record.key), Box::new(record));
+        self.idempotency.insert(KeyOf::new(&record.key), record);
     }
 
-    pub fn remove_record(&mut self, key: &Text) -> Option<Box<IdempotencyRecord>> {
+    pub fn remove_record(&mut self, key: &Text) -> Option<IdempotencyRecord> {
         self.idempotency.remove(&KeyOf::new(key))
     }
 
     /// Every live idempotency record, in the order of `KeyOf`.
     pub fn records(&self) -> impl Iterator<Item = &IdempotencyRecord> {
-        self.idempotency
-            .values_in_key_order()
-            .into_iter()
-            .map(|record| &**record)
+        self.idempotency.values_in_key_order().into_iter()
     }
 
     pub fn task(&self, id: TaskId) -> &TaskRow {
