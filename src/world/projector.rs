@@ -52,7 +52,7 @@ pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,
     pub current: Option<Delivery>,
-    pub models: IdTable<TaskId, Box<Model>>,
+    pub models: IdTable<TaskId, Model>,
     /// Deliveries handed over: (arrival, order, delivery).
     pub mailbox: Vec<(u64, u64, Delivery)>,
     next_order: u64,
@@ -319,11 +319,9 @@ impl World {
         let state = self
             .projector
             .models
-            .get_or_insert_with(task, || {
-                Box::new(Model {
-                    state: initial_state(event.task_id.clone()),
-                    applied: Vec::with_capacity(3),
-                })
+            .get_or_insert_with(task, || Model {
+                state: initial_state(event.task_id.clone()),
+                applied: Vec::with_capacity(3),
             })
             .state
             .clone();
@@ -469,9 +467,7 @@ impl World {
         };
         self.rec.outcome = outcome;
         self.rec.version = Some(state.version);
-        self.projector
-            .models
-            .insert(task, Box::new(Model { state, applied }));
+        self.projector.models.insert(task, Model { state, applied });
         self.touched.projection.push(task);
         self.sometimes("projection-rebuilt");
     }
