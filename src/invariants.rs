@@ -311,7 +311,7 @@ impl Checker {
     }
 
     pub fn forget_message(&mut self, message: OutboxId) {
-        self.inbox.remove(message);
+        self.inbox.remove_with(message, |_| ());
     }
 
     /// terminal-never-reopens, event-id-unique, version-step-one,

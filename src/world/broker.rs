@@ -185,10 +185,13 @@ impl Broker {
     /// Removes an entry for good (ack). An unknown id is an ack of an entry
     /// already gone: a no-op.
     pub fn ack(&mut self, id: EntryId) -> bool {
-        match self.entries.remove(id) {
-            Some(entry) => {
-                self.unindex(id, entry.topic, entry.state);
-                self.forget_task_entry(entry.task);
+        match self
+            .entries
+            .remove_with(id, |entry| (entry.topic, entry.state, entry.task))
+        {
+            Some((topic, state, task)) => {
+                self.unindex(id, topic, state);
+                self.forget_task_entry(task);
                 true
             }
             None => false,

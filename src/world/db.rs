@@ -591,9 +591,7 @@ impl Db {
 
     /// Frees a compacted task's row.
     pub fn drop_outbox_row(&mut self, id: OutboxId) {
-        if let Some(row) = self.outbox.remove(id)
-            && let Some(claimable) = row.claimable_ms
-        {
+        if let Some(Some(claimable)) = self.outbox.remove_with(id, |row| row.claimable_ms) {
             self.unpublished.remove(&(claimable, id));
         }
     }
