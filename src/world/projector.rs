@@ -214,9 +214,13 @@ impl World {
         // A task it has no model of: new, or forgotten in a crash. A task
         // created after the projector's restart (above the watermark it
         // read then) is new, and its first event is taken at face value;
-        // any other task is rebuilt from the store.
+        // any other task is rebuilt from the store. So is a task the store
+        // does not have (an outside event can name any id): the rebuild
+        // finds nothing, and no model is made for a task that is not there.
         let may_have_forgotten = event.sequence > 1 || task.0 <= self.projector.watermark;
-        if !self.projector.models.contains(task) && may_have_forgotten {
+        if !self.projector.models.contains(task)
+            && (may_have_forgotten || self.db.find_task(task).is_none())
+        {
             self.begin(ActorId::PROJECTOR, Verb::Rebuild);
             self.rec.task = Some(task);
             self.rec.hash = Some(payload_sha256);
