@@ -241,7 +241,7 @@ pub struct Checker {
     /// its last record ended, and whether a record for it has been seen
     /// alive. A record that lived and
     /// is gone ends the key's epoch and its entry: memory follows live keys.
-    /// Filed by `KeyOf`: fingerprint, then text.
+    /// Hashed by the key's fingerprint (`KeyMap`).
     keys: KeyMap<KeyOf, KeyLife>,
     accepted_creates: u64,
     /// Counts `check_step` calls; see `TaskMirror::synced`.
@@ -311,7 +311,7 @@ impl Checker {
     }
 
     pub fn forget_message(&mut self, message: OutboxId) {
-        self.inbox.remove_with(message, |_| ());
+        self.inbox.discard(message);
     }
 
     /// terminal-never-reopens, event-id-unique, version-step-one,

@@ -54,45 +54,45 @@ impl Record {
     /// length prefix: two traces that differ in any field, an absent id
     /// and id 0 included, hash differently.
     fn encode(&self, encoded: &mut Encoded) {
-        let mut out = encoded.writer();
-        out.put_varint(self.step);
-        out.put_varint(self.time_ms);
-        out.put_array([self.actor.kind as u8]);
-        out.put_varint(u64::from(self.actor.index));
-        // Outcomes are short words written in sim's own code, never input;
-        // a longer one would make the length byte lie, so it is a bug.
-        let outcome_len = u8::try_from(self.outcome.len()).expect("outcomes are short words");
-        out.put_array([self.verb as u8, outcome_len]);
-        out.put(self.outcome.as_bytes());
-        out.put_varint(u64::from(self.attempt));
-        let present = u8::from(self.task.is_some())
-            | u8::from(self.message.is_some()) << 1
-            | u8::from(self.entry.is_some()) << 2
-            | u8::from(self.version.is_some()) << 3
-            | u8::from(self.hash.is_some()) << 4
-            | u8::from(self.fault.is_some()) << 5;
-        out.put_array([present]);
-        for id in [
-            self.task.map(|t| t.0),
-            self.message.map(|m| m.0),
-            self.entry.map(|e| e.0),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            out.put_varint(u64::from(id));
-        }
-        if let Some(version) = self.version {
-            // Zigzag: a small negative version is a short varint too.
-            out.put_varint(((version << 1) ^ (version >> 63)) as u64);
-        }
-        if let Some(hash) = &self.hash {
-            out.put_array(*hash);
-        }
-        if let Some((site, kind)) = self.fault {
-            out.put_array([site as u8, kind as u8]);
-        }
-        encoded.len = out.at;
+        encoded.append(|out| {
+            out.put_varint(self.step);
+            out.put_varint(self.time_ms);
+            out.put_array([self.actor.kind as u8]);
+            out.put_varint(u64::from(self.actor.index));
+            // Outcomes are short words written in sim's own code, never input;
+            // a longer one would make the length byte lie, so it is a bug.
+            let outcome_len = u8::try_from(self.outcome.len()).expect("outcomes are short words");
+            out.put_array([self.verb as u8, outcome_len]);
+            out.put(self.outcome.as_bytes());
+            out.put_varint(u64::from(self.attempt));
+            let present = u8::from(self.task.is_some())
+                | u8::from(self.message.is_some()) << 1
+                | u8::from(self.entry.is_some()) << 2
+                | u8::from(self.version.is_some()) << 3
+                | u8::from(self.hash.is_some()) << 4
+                | u8::from(self.fault.is_some()) << 5;
+            out.put_array([present]);
+            for id in [
+                self.task.map(|t| t.0),
+                self.message.map(|m| m.0),
+                self.entry.map(|e| e.0),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                out.put_varint(u64::from(id));
+            }
+            if let Some(version) = self.version {
+                // Zigzag: a small negative version is a short varint too.
+                out.put_varint(((version << 1) ^ (version >> 63)) as u64);
+            }
+            if let Some(hash) = &self.hash {
+                out.put_array(*hash);
+            }
+            if let Some((site, kind)) = self.fault {
+                out.put_array([site as u8, kind as u8]);
+            }
+        });
     }
 
     /// The record as one JSON object (for `--trace FILE`).
@@ -210,13 +210,15 @@ impl Encoded {
         &self.bytes[..self.len]
     }
 
-    /// Where the next record goes: the free space after the gathered
-    /// bytes, written through a cursor of its own.
-    fn writer(&mut self) -> Writer<'_> {
-        Writer {
+    /// Appends what `write` puts through a cursor of its own, which starts
+    /// after the gathered bytes.
+    fn append(&mut self, write: impl FnOnce(&mut Writer<'_>)) {
+        let mut out = Writer {
             at: self.len,
             bytes: &mut self.bytes[..],
-        }
+        };
+        write(&mut out);
+        self.len = out.at;
     }
 
     fn clear(&mut self) {
@@ -554,11 +556,11 @@ mod tests {
     #[test]
     fn varints_take_seven_bits_a_byte() {
         let mut encoded = Encoded::new();
-        let mut out = encoded.writer();
-        for value in [0, 127, 128, 300, u64::MAX] {
-            out.put_varint(value);
-        }
-        encoded.len = out.at;
+        encoded.append(|out| {
+            for value in [0, 127, 128, 300, u64::MAX] {
+                out.put_varint(value);
+            }
+        });
         let mut expected = vec![0x00, 0x7f, 0x80, 0x01, 0xac, 0x02];
         expected.extend([0xff; 9]);
         expected.push(0x01);

@@ -491,8 +491,8 @@ pub struct Db {
     /// the working set over a heap that grows with the work done. Inline,
     /// old rows stay together and recent ones are adjacent.
     pub tasks: Vec<TaskRow>,
-    /// Filed by `KeyOf` (a key's fingerprint, then its text): looked up on
-    /// every create, cancel, read and expiry. Held in the table itself: a
+    /// Hashed by the key's fingerprint (`KeyMap`): looked up on every
+    /// create, cancel, read and expiry. Held in the table itself: a
     /// probe lands on the record, not on a pointer to a block written when
     /// the record was (an expiry reads records last touched long before).
     idempotency: KeyMap<KeyOf, IdempotencyRecord>,

@@ -3,6 +3,7 @@
 //! from hashing; this one is only looked up, never walked in hash order.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use super::ids::fingerprint;
@@ -13,9 +14,15 @@ use super::ids::fingerprint;
 /// each lookup a walk down three levels of nodes with a mispredicted branch
 /// at each. Its hasher has no random state, and it offers no iteration but
 /// in key order, so nothing in a run depends on where an entry hashed.
-#[derive(Debug)]
 pub struct KeyMap<K, V> {
     table: HashMap<K, V, BuildHasherDefault<FingerprintHasher>>,
+}
+
+/// In key order too, like the one walk.
+impl<K: Hash + Eq + Ord + fmt::Debug, V: fmt::Debug> fmt::Debug for KeyMap<K, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.entries_in_key_order()).finish()
+    }
 }
 
 impl<K, V> Default for KeyMap<K, V> {
@@ -52,22 +59,24 @@ impl<K: Hash + Eq, V> KeyMap<K, V> {
         self.table.entry(key).or_default()
     }
 
-    pub fn len(&self) -> usize {
-        self.table.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-
     /// Every value, in the order of their keys.
     pub fn values_in_key_order(&self) -> Vec<&V>
     where
         K: Ord,
     {
+        self.entries_in_key_order()
+            .into_iter()
+            .map(|(_, value)| value)
+            .collect()
+    }
+
+    fn entries_in_key_order(&self) -> Vec<(&K, &V)>
+    where
+        K: Ord,
+    {
         let mut entries: Vec<(&K, &V)> = self.table.iter().collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        entries.into_iter().map(|(_, value)| value).collect()
+        entries
     }
 }
 
@@ -75,7 +84,7 @@ impl<K: Hash + Eq, V> KeyMap<K, V> {
 /// mixed and goes in with one multiply; other bytes (the request
 /// fingerprint beside a key) are fingerprinted first.
 #[derive(Default)]
-pub struct FingerprintHasher(u64);
+struct FingerprintHasher(u64);
 
 impl Hasher for FingerprintHasher {
     fn finish(&self) -> u64 {
@@ -88,6 +97,12 @@ impl Hasher for FingerprintHasher {
 
     fn write(&mut self, bytes: &[u8]) {
         self.write_u64(fingerprint(bytes));
+    }
+
+    /// A slice's length prefix (a hashed `Sha` has one) is a number, not
+    /// bytes to fingerprint.
+    fn write_usize(&mut self, value: usize) {
+        self.write_u64(value as u64);
     }
 }
 
@@ -108,13 +123,13 @@ mod tests {
         for (n, key) in keys.iter().enumerate() {
             map.insert(key.clone(), n as u32);
         }
-        assert_eq!(map.len(), 500);
         for (n, key) in keys.iter().enumerate() {
             assert_eq!(map.get(key), Some(&(n as u32)));
         }
         let mut sorted = keys.clone();
         sorted.sort();
         let walked: Vec<u32> = map.values_in_key_order().into_iter().copied().collect();
+        assert_eq!(walked.len(), 500);
         let expected: Vec<u32> = sorted
             .iter()
             .map(|key| *map.get(key).expect("present"))

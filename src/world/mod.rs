@@ -248,7 +248,7 @@ pub struct World {
     pub intents: IdTable<IntentId, Intent>,
     /// Intents made so far: the last `IntentId`.
     intents_made: u32,
-    /// Filed by `KeyOf` (fingerprint, then text): only looked up.
+    /// Hashed by the key's fingerprint (`KeyMap`): only looked up.
     intent_index: KeyMap<(KeyOf, crate::hash::Sha), IntentId>,
     /// Intents no request carries, to look at again by a time: the
     /// release of the last one (at the end of that step), or the deadline

@@ -400,7 +400,7 @@ impl World {
         row.input = self.compacted_input.clone();
         let rows = std::mem::take(&mut row.outbox_rows);
         for id in rows {
-            self.db.inbox.remove_with(id, |_| ());
+            self.db.inbox.discard(id);
             self.db.drop_outbox_row(id);
             self.checker.forget_message(id);
         }

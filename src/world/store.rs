@@ -82,12 +82,13 @@ pub struct Store {
     /// again), by task: a task has a few tokens, found by a look along
     /// its short list after an index by task id.
     objects: IdTable<TaskId, Vec<(Token, Object)>>,
-    /// Tokens written per task while it is not compacted, for the
-    /// per-task artifact invariants.
+    /// Tokens first written per task, in write order, for the per-task
+    /// artifact invariants; archiving a task drops its list (an archived
+    /// object written again is not listed again).
     by_task: IdTable<TaskId, Vec<Token>>,
     /// Objects of compacted tasks in their usual shape (at most one version
     /// that describes itself and its token), 56 bytes each instead of a
-    /// tree entry and a heap-allocated version list. In the order tasks
+    /// place in a task's list and a heap-allocated version list. In the order tasks
     /// were compacted, a task's tokens side by side: compaction follows
     /// retention, not task ids, so a list sorted by token would shift its
     /// tail for every task that finished late.
@@ -372,6 +373,7 @@ impl Store {
             .objects
             .values()
             .flatten()
+            // `&(Token, Object)` as the pair of references the map yields.
             .map(|(token, object)| (token, object))
             .chain(&self.archive_odd)
             .map(|(token, object)| (*token, Cow::Borrowed(object)));

@@ -164,6 +164,11 @@ impl<K: Slot, V> IdTable<K, V> {
         Some(taken)
     }
 
+    /// Removes the row of `id`, if any, dropping it where it lies.
+    pub fn discard(&mut self, id: K) {
+        self.remove_with(id, |_| ());
+    }
+
     /// Removes the rows `take` says yes to and returns them, in id order,
     /// for the caller to end as it ends a row it removes by id.
     pub fn remove_where(&mut self, mut take: impl FnMut(&V) -> bool) -> Vec<V> {
