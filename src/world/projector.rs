@@ -47,7 +47,7 @@ pub enum ProjectorPhase {
     Ack,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,

@@ -25,7 +25,7 @@ pub trait Slot: Copy {
 /// request big enough to make malloc consolidate its free lists first).
 /// Small rows pay for the box too; few rows go aside, and one rule is
 /// simpler. Iteration is in id order.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct IdTable<K, V> {
     slots: VecDeque<Option<V>>,
     /// The slot number of `slots[0]`.
