@@ -245,10 +245,7 @@ impl<K: Slot, V> IdTable<K, V> {
 
     /// The rows in id order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.stragglers
-            .values()
-            .map(|row| &**row)
-            .chain(self.slots.iter().filter_map(|slot| slot.as_ref()))
+        self.iter().map(|(_, row)| row)
     }
 }
 
