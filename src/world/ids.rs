@@ -275,15 +275,18 @@ impl std::hash::Hash for KeyOf {
     }
 }
 
+/// One word into a running fingerprint: rotate, xor, multiply.
+pub fn mix_word(state: u64, word: u64) -> u64 {
+    (state.rotate_left(5) ^ word).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
 /// Eight bytes at a time, multiply-rotate, then murmur3's finaliser so
 /// that keys differing only in their last digits differ in every bit.
 pub fn fingerprint(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let add = |state: u64, word: u64| (state.rotate_left(5) ^ word).wrapping_mul(K);
     let mut state = bytes.len() as u64;
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
-        state = add(
+        state = mix_word(
             state,
             u64::from_le_bytes(word.try_into().expect("eight bytes")),
         );
@@ -292,7 +295,7 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
     if !rest.is_empty() {
         let mut last = [0u8; 8];
         last[..rest.len()].copy_from_slice(rest);
-        state = add(state, u64::from_le_bytes(last));
+        state = mix_word(state, u64::from_le_bytes(last));
     }
     state ^= state >> 33;
     state = state.wrapping_mul(0xff51_afd7_ed55_8ccd);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use super::ids::fingerprint;
+use super::ids::{fingerprint, mix_word};
 
 /// A table filed by a key that hashes by its fingerprint (`KeyOf`, alone
 /// or beside a request fingerprint). Looked up on every create, answer,
@@ -92,7 +92,7 @@ impl Hasher for FingerprintHasher {
     }
 
     fn write_u64(&mut self, value: u64) {
-        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = mix_word(self.0, value);
     }
 
     fn write(&mut self, bytes: &[u8]) {
