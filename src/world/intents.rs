@@ -51,18 +51,22 @@ impl World {
         // A known intent is answered from the index; a new (or fresh) one
         // takes its slot.
         let slot = (KeyOf::new(key), fingerprint);
-        if let Some(&old) = self.intent_index.get(&slot) {
-            let binds = self.intents.get(old).is_some_and(|row| row.binds(self.now));
-            if binds && !fresh {
-                return old;
+        match self.intent_index.get_mut(&slot) {
+            Some(known) => {
+                let old = *known;
+                let binds = self.intents.get(old).is_some_and(|row| row.binds(self.now));
+                if binds && !fresh {
+                    return old;
+                }
+                *known = id;
+                if !binds {
+                    // Nothing carries it and nothing can be judged against
+                    // it: it would be forgotten anyway.
+                    self.intents.remove(old);
+                }
             }
-            if !binds {
-                // Nothing carries it and nothing can be judged against it:
-                // it would be forgotten anyway.
-                self.intents.remove(old);
-            }
+            None => self.intent_index.insert(slot, id),
         }
-        self.intent_index.insert(slot, id);
         self.intents_made += 1;
         self.intents.insert(
             id,
