@@ -438,7 +438,7 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
     let steps_per_second = rate.median;
     Figures {
         name: workload.name(),
-        steps: samples.first().map_or(0, |s| s.steps),
+        steps: first.map_or(0, |s| s.steps),
         repeats: samples.len(),
         steps_per_second,
         steps_per_second_min: rate.min,

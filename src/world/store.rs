@@ -88,10 +88,10 @@ pub struct Store {
     by_task: IdTable<TaskId, Vec<Token>>,
     /// Objects of compacted tasks in their usual shape (at most one version
     /// that describes itself and its token), 56 bytes each instead of a
-    /// place in a task's list and a heap-allocated version list. In the order tasks
-    /// were compacted, a task's tokens side by side: compaction follows
-    /// retention, not task ids, so a list sorted by token would shift its
-    /// tail for every task that finished late.
+    /// place in a task's list and a heap-allocated version list. In the
+    /// order tasks were compacted, a task's tokens side by side: compaction
+    /// follows retention, not task ids, so a list sorted by token would
+    /// shift its tail for every task that finished late.
     archive: Vec<Archived>,
     /// Objects of compacted tasks in any other shape, as they were.
     archive_odd: BTreeMap<Token, Object>,
