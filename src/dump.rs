@@ -7,9 +7,9 @@ use serde_json::{Map, Value, json};
 use crate::hash::hex;
 use crate::task::json::{event_to_json, state_to_json};
 use crate::world::World;
-use crate::world::broker::EntryState;
-use crate::world::cache::{CacheEntry, cache_key};
-use crate::world::db::{Answer, CONSUMER, Payload, SCOPE};
+use crate::world::stores::broker::EntryState;
+use crate::world::stores::cache::{CacheEntry, cache_key};
+use crate::world::stores::db::{Answer, CONSUMER, Payload, SCOPE};
 
 pub const SCHEMA_VERSION: u64 = 1;
 
@@ -85,7 +85,7 @@ impl World {
                             "throughSequence": snapshot.through_sequence,
                             "state": state_to_json(&snapshot.state),
                             "stateSha256": hex(&snapshot.state_sha256),
-                            "reducerVersion": crate::world::db::REDUCER_VERSION,
+                            "reducerVersion": crate::world::stores::db::REDUCER_VERSION,
                         })
                     })
                     .collect();
@@ -194,8 +194,8 @@ impl World {
                 "state": state,
             });
             match entry.topic {
-                crate::world::db::Topic::TaskWork => work.push(value),
-                crate::world::db::Topic::TaskEvents => task_events.push(value),
+                crate::world::stores::db::Topic::TaskWork => work.push(value),
+                crate::world::stores::db::Topic::TaskEvents => task_events.push(value),
             }
         }
         let dead_letters: Vec<Value> = self

@@ -3,8 +3,8 @@
 //! counts site occurrences and decides, at each site, whether a fault fires.
 
 use crate::prng::{PPM, Prng};
-use crate::world::ids::ActorId;
-use crate::world::step::Action;
+use crate::world::engine::ids::ActorId;
+use crate::world::engine::step::Action;
 
 /// Where a fault can happen. Names are the vocabulary of every report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -468,7 +468,7 @@ impl Injector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::ids::ActorKind;
+    use crate::world::engine::ids::ActorKind;
 
     fn at_step(site: Site, actor: ActorId, step: u64) -> ScriptedFault {
         ScriptedFault {

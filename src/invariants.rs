@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 use crate::hash::{Sha, hex};
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
-use crate::world::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
-use crate::world::ids::{KeyOf, OutboxId, TaskId};
-use crate::world::keymap::KeyMap;
-use crate::world::table::IdTable;
-use crate::world::{DeliveryAct, World};
+use crate::world::World;
+use crate::world::actors::worker::DeliveryAct;
+use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::engine::keymap::KeyMap;
+use crate::world::engine::table::IdTable;
+use crate::world::stores::db::{Answer, Db, EffectKind, InboxState, ProcessResult, Token};
 
 /// One invariant: its stable id and what it states.
 pub struct Invariant {
@@ -677,7 +678,7 @@ impl World {
 
     fn check_answer(
         &mut self,
-        intent: crate::world::ids::IntentId,
+        intent: crate::world::engine::ids::IntentId,
         answer: Answer,
         at: u64,
     ) -> Result<(), Fired> {
@@ -720,7 +721,7 @@ impl World {
             None => {
                 let committed = live.map_or(at, |(_, committed_ms)| committed_ms);
                 let intent_row = self.intents.get_mut(intent).expect("read above");
-                intent_row.first = Some(crate::world::IntentAnswer {
+                intent_row.first = Some(crate::world::truth::intents::IntentAnswer {
                     answer,
                     deadline_ms: committed + self.config.idempotency_ttl_ms,
                 });
@@ -824,7 +825,7 @@ impl World {
         let attempt = state.attempt as u32;
         // The checker's own reading of a good artifact, independent of the
         // worker's `artifact_is_good`, which it checks.
-        let good = |token: Token, version: Option<&crate::world::store::Version>| -> bool {
+        let good = |token: Token, version: Option<&crate::world::stores::store::Version>| -> bool {
             version.is_some_and(|version| {
                 version.bytes_sha256 == sha
                     && version.size == size
@@ -914,7 +915,8 @@ impl World {
     }
 
     fn check_cache(&mut self, task: TaskId) -> Result<(), Fired> {
-        let Some(crate::world::cache::CacheEntry::View { status, version }) = self.cache.get(task)
+        let Some(crate::world::stores::cache::CacheEntry::View { status, version }) =
+            self.cache.get(task)
         else {
             return Ok(());
         };
@@ -930,7 +932,10 @@ impl World {
                     "the cache shows {task} {}/v{version}, which the database never committed (it is at v{current})",
                     status.as_str()
                 ),
-                entities: vec![task.to_string(), crate::world::cache::cache_key(task)],
+                entities: vec![
+                    task.to_string(),
+                    crate::world::stores::cache::cache_key(task),
+                ],
             });
         }
         Ok(())
@@ -959,7 +964,10 @@ impl World {
         Ok(())
     }
 
-    fn check_delivery(&mut self, touch: &crate::world::DeliveryTouch) -> Result<(), Fired> {
+    fn check_delivery(
+        &mut self,
+        touch: &crate::world::actors::worker::DeliveryTouch,
+    ) -> Result<(), Fired> {
         let message = touch.message;
         let class = if touch.act == DeliveryAct::Register {
             let class = match self.checker.inbox.get(message) {
@@ -1049,7 +1057,7 @@ impl World {
 
     fn check_delivered(
         &mut self,
-        entry: crate::world::ids::EntryId,
+        entry: crate::world::engine::ids::EntryId,
         count: u32,
     ) -> Result<(), Fired> {
         if u64::from(count) > self.config.delivery_attempts_max {
@@ -1065,7 +1073,7 @@ impl World {
         Ok(())
     }
 
-    fn check_entry(&mut self, entry: crate::world::ids::EntryId) -> Result<(), Fired> {
+    fn check_entry(&mut self, entry: crate::world::engine::ids::EntryId) -> Result<(), Fired> {
         let Some(live) = self.broker.entries.get(entry) else {
             return Ok(());
         };
@@ -1106,8 +1114,8 @@ impl World {
                 for ledger in &row.effects {
                     if matches!(
                         ledger.state,
-                        crate::world::db::EffectState::Unknown
-                            | crate::world::db::EffectState::Started
+                        crate::world::stores::db::EffectState::Unknown
+                            | crate::world::stores::db::EffectState::Started
                     ) {
                         failures.push(format!(
                             "effect {} is {}",
@@ -1150,7 +1158,7 @@ impl World {
             }
         }
         for (task, entry) in self.cache.entries.iter() {
-            if let crate::world::cache::CacheEntry::View { status, version } = entry {
+            if let crate::world::stores::cache::CacheEntry::View { status, version } = entry {
                 let state = &self.db.task(task).state;
                 if state.version != *version || state.status != *status {
                     failures.push(format!(

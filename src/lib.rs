@@ -1,7 +1,6 @@
 //! sim: a deterministic discrete-event fault-injection simulator for a
 //! reliable asynchronous task pipeline. See README.md for the codemap.
 
-pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod dump;
@@ -20,5 +19,4 @@ pub mod simulate;
 pub mod stopwatch;
 pub mod task;
 pub mod trace;
-pub mod transition_cli;
 pub mod world;

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 
 use crate::faults::{FaultKind, Site};
 use crate::hash::{Sha, push_hex};
-use crate::world::ids::{ActorId, EntryId, OutboxId, TaskId};
-use crate::world::step::{Action, Verb};
+use crate::world::engine::ids::{ActorId, EntryId, OutboxId, TaskId};
+use crate::world::engine::step::{Action, Verb};
 
 /// One step, canonically.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -384,7 +384,7 @@ impl TraceFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::ids::ActorKind;
+    use crate::world::engine::ids::ActorKind;
 
     /// One record's fields read back from canonical bytes.
     #[derive(Debug, PartialEq)]

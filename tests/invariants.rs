@@ -13,15 +13,16 @@ use sim::invariants::INVARIANTS;
 use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
 use sim::task::{EventBody, Status, TaskEvent, Text, initial_state};
-use sim::world::broker::EntryState;
-use sim::world::cache::CacheEntry;
-use sim::world::db::{
+use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
+use sim::world::engine::ids::{EntryId, IntentId, OutboxId, TaskId};
+use sim::world::stores::broker::EntryState;
+use sim::world::stores::cache::CacheEntry;
+use sim::world::stores::db::{
     Answer, EffectKind, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState, ReviewItem,
     ReviewReason, TaskRow, Token, Topic,
 };
-use sim::world::ids::{EntryId, IntentId, OutboxId, TaskId};
-use sim::world::store::{Object, corrupt_bytes};
-use sim::world::{DeliveryAct, DeliveryTouch, Stepped, Touched, World};
+use sim::world::stores::store::{Object, corrupt_bytes};
+use sim::world::{Stepped, Touched, World};
 
 const TASK: TaskId = TaskId(1);
 
@@ -614,8 +615,8 @@ fn fires_inbox_conflict_quarantined() {
 /// however many workers crashed holding one.
 #[test]
 fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
-    use sim::world::WorkerPhase;
-    let mut world = sim::bench::bench_world(60_000);
+    use sim::world::actors::worker::WorkerPhase;
+    let mut world = sim::cli::bench::bench_world(60_000);
     let holding = |world: &World| -> Vec<bool> {
         world
             .workers
@@ -661,9 +662,9 @@ fn deliveries_open_in_the_checker_are_the_workers_jobs_after_crashes() {
 /// their intent behind for good.
 #[test]
 fn intents_are_forgotten_once_nothing_can_judge_them() {
-    use sim::world::step::Verb;
+    use sim::world::engine::step::Verb;
     use std::collections::{BTreeMap, BTreeSet};
-    let mut world = sim::bench::bench_world(60_000);
+    let mut world = sim::cli::bench::bench_world(60_000);
     let mut most = 0;
     // Carried intents already seen gone: only the expiry of their key's
     // record may take an intent a request still carries.
@@ -762,7 +763,7 @@ fn fires_duplicate_acked_with_first_result() {
         None
     );
     // Acked with another result, with none, processed again, or nacked.
-    let wrong = sim::world::db::ProcessResult::Failed {
+    let wrong = sim::world::stores::db::ProcessResult::Failed {
         task: TASK,
         code: "ARTIFACT_HASH_MISMATCH",
     };

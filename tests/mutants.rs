@@ -60,14 +60,14 @@ fn every_mutant_scenario_converges_cleanly_without_its_mutant() {
 
 #[test]
 fn a_small_score_run_kills_every_mutant() {
-    let options = sim::fuzz::score::ScoreOptions {
+    let options = sim::cli::score::ScoreOptions {
         seed: 1,
         runs: 30,
         steps: 3_000,
         jobs: 1,
         only: Vec::new(),
     };
-    let kills = sim::fuzz::score::score(&options);
+    let kills = sim::cli::score::score(&options);
     let survivors: Vec<&str> = kills
         .iter()
         .filter(|kill| kill.killed.is_none())

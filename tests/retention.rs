@@ -1,7 +1,7 @@
 //! Idempotency retention: a record whose task has ended but is not settled
 //! is kept, and looked at again less and less often while it waits.
 
-use sim::world::step::Action;
+use sim::world::engine::step::Action;
 
 use crate::common::{load_scenario, run_clean};
 

@@ -25,7 +25,7 @@ fn src_names_no_hash_map_clock_or_os_randomness() {
     for path in sources() {
         let text = std::fs::read_to_string(&path).expect("readable");
         let stopwatch = path.ends_with("stopwatch.rs");
-        let keymap = path.ends_with("world/keymap.rs");
+        let keymap = path.ends_with("world/engine/keymap.rs");
         for word in forbidden {
             let allowed = (stopwatch && word == "Instant") || (keymap && word == "HashMap");
             if text.contains(word) && !allowed {

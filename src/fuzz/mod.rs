@@ -2,8 +2,6 @@
 //! campaigns over many seeds, reproducers.
 
 pub mod campaign;
-pub mod command;
-pub mod score;
 pub mod swarm;
 pub mod workload;
 

@@ -12,9 +12,9 @@ use crate::prng::{Prng, Stream};
 use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
 use crate::task::Text;
 use crate::task::json::Sink;
-use crate::world::broker::DeadLetter;
-use crate::world::db::{Input, Payload};
-use crate::world::ids::{DeadLetterId, TextBuf, push_decimal};
+use crate::world::engine::ids::{DeadLetterId, TextBuf, push_decimal};
+use crate::world::stores::broker::DeadLetter;
+use crate::world::stores::db::{Input, Payload};
 
 /// The workload's shape for one seed (drawn by the swarm).
 #[derive(Clone, Debug, PartialEq, Eq)]

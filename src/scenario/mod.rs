@@ -11,8 +11,8 @@ use crate::mutants::Mutant;
 use std::rc::Rc;
 
 use crate::task::{TaskEvent, Text};
-use crate::world::db::Input;
-use crate::world::ids::{DeadLetterId, OutboxId, TaskId};
+use crate::world::engine::ids::{DeadLetterId, OutboxId, TaskId};
+use crate::world::stores::db::Input;
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq)]

@@ -13,8 +13,8 @@ use crate::faults::{FaultKind, Placement, ScriptedFault, Site};
 use crate::invariants::is_invariant;
 use crate::mutants::Mutant;
 use crate::task::Policy;
-use crate::world::ids::{ActorId, ActorKind, DeadLetterId, OutboxId, TaskId};
-use crate::world::step::Action;
+use crate::world::engine::ids::{ActorId, ActorKind, DeadLetterId, OutboxId, TaskId};
+use crate::world::engine::step::Action;
 
 use super::{DeadLetterRef, Expect, Request, RequestKind, Scenario, Target};
 
@@ -417,7 +417,7 @@ impl Parser<'_> {
             let kind = match kind.as_str() {
                 "create" => RequestKind::Create {
                     key: self.string(required("key")?, &field("key"))?.into(),
-                    input: crate::world::db::Input::of(
+                    input: crate::world::stores::db::Input::of(
                         &self.json(required("input")?, &field("input"))?,
                     ),
                 },

@@ -3,36 +3,10 @@
 //! one atomic step, records it, checks the invariants it touched, and
 //! injects a crash if one is due. Only this module advances virtual time.
 
-pub mod broker;
-pub mod cache;
-pub mod db;
-pub mod ids;
-pub mod keymap;
-pub mod schedule;
-pub mod step;
-pub mod store;
-pub mod table;
-
-mod api;
-mod client;
-mod deliver;
-mod events;
-mod fence;
-mod intents;
-mod operator;
-mod projector;
-mod publisher;
-mod reconciler;
-mod worker;
-
-pub use api::{ApiPhase, Call, Response};
-pub use client::{ClientOp, Outgoing};
-pub use events::{Command, CommandOutcome};
-pub use fence::{Fence, FencePhase, FencePurpose};
-pub use intents::{Intent, IntentAnswer};
-pub use projector::{Model, Projector, ProjectorPhase, SnapshotReport};
-pub use reconciler::{Reconciler, ReconcilerPhase};
-pub use worker::{DeliveryAct, DeliveryTouch, Job, Worker, WorkerPhase};
+pub mod actors;
+pub mod engine;
+pub mod stores;
+pub mod truth;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -47,15 +21,22 @@ use crate::scenario::{Request, Scenario};
 use crate::task::Text;
 use crate::trace::{Record, Trace};
 
-use broker::Broker;
-use cache::Cache;
-use db::{Db, Input};
-use ids::{ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
-use keymap::KeyMap;
-use schedule::Schedule;
-use step::{StepCounts, Verb};
-use store::Store;
-use table::{IdTable, SortedDeque};
+use actors::api::Call;
+use actors::client::Outgoing;
+use actors::projector::Projector;
+use actors::publisher;
+use actors::reconciler::{Reconciler, ReconcilerPhase};
+use actors::worker::{self, Worker};
+use engine::ids::{self, ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
+use engine::keymap::KeyMap;
+use engine::schedule::Schedule;
+use engine::step::{StepCounts, Verb};
+use engine::table::{IdTable, SortedDeque};
+use stores::broker::Broker;
+use stores::cache::Cache;
+use stores::db::{self, Db, Input};
+use stores::store::Store;
+use truth::intents::Intent;
 
 /// A pending entry of the scheduler's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

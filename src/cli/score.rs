@@ -8,7 +8,7 @@ use crate::error::{EXIT_OK, EXIT_VIOLATION};
 use crate::mutants::{MUTANTS, Mutant};
 use crate::stopwatch::Stopwatch;
 
-use super::campaign::{CampaignOptions, run_seeds};
+use crate::fuzz::campaign::{CampaignOptions, run_seeds};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct ScoreOptions {

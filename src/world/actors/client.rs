@@ -10,11 +10,11 @@ use crate::mutants::Mutant;
 use crate::scenario::{Request, RequestKind, Target};
 use crate::task::Text;
 
-use super::api::{ApiPhase, Call, Response};
-use super::db::Input;
-use super::ids::{ActorId, ActorKind, CallId, IntentId, RequestId};
-use super::step::Verb;
-use super::{Wake, World};
+use crate::world::actors::api::{ApiPhase, Call, Response};
+use crate::world::engine::ids::{ActorId, ActorKind, CallId, IntentId, RequestId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::db::Input;
+use crate::world::{Wake, World};
 
 /// What a client asks an API.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ pub enum ClientOp {
 impl ClientOp {
     /// The task this operation names by id (a cancel or read by task id),
     /// if any.
-    pub fn task_named(&self) -> Option<super::ids::TaskId> {
+    pub fn task_named(&self) -> Option<crate::world::engine::ids::TaskId> {
         match self {
             ClientOp::Cancel {
                 target: Target::Task(task),
@@ -76,7 +76,7 @@ pub fn fingerprint(input: &Input) -> Sha {
 impl World {
     /// Issues a scripted or generated request now; it joins the log of
     /// issued requests that reproducers replay.
-    pub(super) fn issue(&mut self, mut request: Request) -> bool {
+    pub(in crate::world) fn issue(&mut self, mut request: Request) -> bool {
         request.at_ms = self.now;
         if self.keep_request_log {
             self.requests.push(request.clone());
@@ -168,7 +168,7 @@ impl World {
         self.schedule(timeout, Wake::ClientTimeout { request: id, send });
     }
 
-    pub(super) fn client_timeout(&mut self, id: RequestId, send: u32) -> bool {
+    pub(in crate::world) fn client_timeout(&mut self, id: RequestId, send: u32) -> bool {
         // Answered, given up, or gone with its client's incarnation.
         let Some(outgoing) = self.outgoing.get(id) else {
             return false;
@@ -202,7 +202,7 @@ impl World {
 
     /// A response reaches its client (inside the API's respond step): the
     /// request is done. A reader keeps the higher version it has seen.
-    pub(super) fn deliver_response(&mut self, id: RequestId, response: Response) {
+    pub(in crate::world) fn deliver_response(&mut self, id: RequestId, response: Response) {
         let Some(outgoing) = self.outgoing.get(id) else {
             return;
         };

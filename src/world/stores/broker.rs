@@ -6,9 +6,9 @@
 
 use crate::hash::Sha;
 
-use super::db::{Payload, Topic};
-use super::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
-use super::table::{IdTable, SortedDeque};
+use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
+use crate::world::engine::table::{IdTable, SortedDeque};
+use crate::world::stores::db::{Payload, Topic};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EntryState {

@@ -11,16 +11,16 @@ use crate::mutants::Mutant;
 use crate::scenario::Target;
 use crate::task::{Status, Text, initial_state};
 
-use super::client::ClientOp;
-use super::db::{
-    Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
-};
-use super::events::{Command, CommandOutcome};
-use super::ids::{
+use crate::world::actors::client::ClientOp;
+use crate::world::engine::ids::{
     ActorId, ActorKind, CallId, DeadLetterId, IntentId, RequestId, SignalId, TaskId, TextBuf,
 };
-use super::step::Verb;
-use super::{Wake, World};
+use crate::world::engine::step::Verb;
+use crate::world::stores::db::{
+    Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
+};
+use crate::world::stores::events::{Command, CommandOutcome};
+use crate::world::{Wake, World};
 
 /// Where an API call is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,8 +71,8 @@ pub enum Response {
 pub struct Call {
     pub request: RequestId,
     /// What the client sent (the API's copy; the client's may be gone).
-    pub op: super::client::ClientOp,
-    pub intent: Option<super::ids::IntentId>,
+    pub op: crate::world::actors::client::ClientOp,
+    pub intent: Option<crate::world::engine::ids::IntentId>,
     pub api: u16,
     pub incarnation: u32,
     pub phase: ApiPhase,
@@ -92,7 +92,7 @@ pub fn valid_input(input: &Input) -> bool {
 }
 
 impl World {
-    pub(super) fn api_step(&mut self, call_id: CallId) -> bool {
+    pub(in crate::world) fn api_step(&mut self, call_id: CallId) -> bool {
         let Some(call) = self.calls.get(call_id).cloned() else {
             return false;
         };
@@ -196,8 +196,8 @@ impl World {
                 self.touched.cache.push(task);
                 let filled = self.cache.fill(task, status, version);
                 self.rec.outcome = match filled {
-                    super::cache::Fill::Stored => "stored",
-                    super::cache::Fill::Refused => "refused",
+                    crate::world::stores::cache::Fill::Stored => "stored",
+                    crate::world::stores::cache::Fill::Refused => "refused",
                 };
                 Some(ApiPhase::Respond(Response::Status(Some((
                     task, status, version,
@@ -252,7 +252,7 @@ impl World {
 
     /// What ends with a call taken out of `calls`: its count among the
     /// calls naming a task, and its hold on its intent.
-    pub(super) fn end_call(&mut self, call: &Call) {
+    pub(in crate::world) fn end_call(&mut self, call: &Call) {
         if call.op.task_named().is_some() {
             self.calls_by_task -= 1;
         }
@@ -396,7 +396,7 @@ impl World {
         answer
     }
 
-    pub(super) fn insert_record(
+    pub(in crate::world) fn insert_record(
         &mut self,
         key: &Text,
         fingerprint: Sha,
@@ -422,7 +422,7 @@ impl World {
 
     /// Inserts a queued task at version 0 and, unless told otherwise, its
     /// `TaskCreated` outbox row on `task-work`.
-    pub(super) fn insert_task(
+    pub(in crate::world) fn insert_task(
         &mut self,
         key: &Text,
         input: &Rc<Input>,
@@ -464,7 +464,7 @@ impl World {
     }
 
     /// A `task-work` outbox row for `attempt`, not published before `not_before`.
-    pub(super) fn insert_work_row(
+    pub(in crate::world) fn insert_work_row(
         &mut self,
         task: TaskId,
         kind: WorkKind,
@@ -586,7 +586,7 @@ impl World {
             not_before_ms: self.now,
         };
         let sha = payload.sha256();
-        let message = super::ids::OutboxId(DIRECT_MESSAGE_BASE + task.0);
+        let message = crate::world::engine::ids::OutboxId(DIRECT_MESSAGE_BASE + task.0);
         let entry = self
             .broker
             .publish(Topic::TaskWork, message, task, payload, sha, self.now);
@@ -607,7 +607,7 @@ impl World {
             };
             self.cache.entries.insert(
                 task,
-                super::cache::CacheEntry::View {
+                crate::world::stores::cache::CacheEntry::View {
                     status: predicted,
                     version: state.version + 1,
                 },
@@ -622,7 +622,7 @@ impl World {
 
     /// Which task a cancel or read names, through the idempotency record
     /// for a key.
-    pub(super) fn resolve(&self, target: &Target) -> Option<TaskId> {
+    pub(in crate::world) fn resolve(&self, target: &Target) -> Option<TaskId> {
         match target {
             Target::Task(task) => self.db.find_task(*task).map(|row| row.id),
             Target::Key(key) => match self.db.record(key)?.answer {
@@ -677,7 +677,7 @@ impl World {
             self.touched.cache.push(task);
         }
         match self.cache.get(task) {
-            Some(super::cache::CacheEntry::View { status, version }) => {
+            Some(crate::world::stores::cache::CacheEntry::View { status, version }) => {
                 self.rec.outcome = "hit";
                 self.rec.version = Some(version);
                 Some(ApiPhase::Respond(Response::Status(Some((

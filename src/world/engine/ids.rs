@@ -224,7 +224,7 @@ macro_rules! counter_id {
             }
         }
 
-        impl crate::world::table::Slot for $name {
+        impl crate::world::engine::table::Slot for $name {
             fn slot(self) -> usize {
                 $name::slot(self)
             }

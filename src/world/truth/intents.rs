@@ -5,11 +5,11 @@
 //! request carries it and its first answer's deadline has passed), so the
 //! table follows the requests in flight, not the requests ever made.
 
-use super::World;
-use super::db;
-use super::ids::{IntentId, KeyOf};
 use crate::hash::Sha;
 use crate::task::Text;
+use crate::world::World;
+use crate::world::engine::ids::{IntentId, KeyOf};
+use crate::world::stores::db;
 
 /// One client intent (ground truth): the answer it first got, by when a
 /// retry must still get the same one.
@@ -81,7 +81,7 @@ impl World {
     }
 
     /// A client request or an API call carrying `intent` began.
-    pub(super) fn carry_intent(&mut self, intent: Option<IntentId>) {
+    pub(in crate::world) fn carry_intent(&mut self, intent: Option<IntentId>) {
         if let Some(row) = intent.and_then(|id| self.intents.get_mut(id)) {
             row.carried += 1;
         }
@@ -90,7 +90,7 @@ impl World {
     /// A client request or an API call carrying `intent` ended. The last
     /// one's intent is looked at again when the step is over, not now: an
     /// answer given in this very step, checked at its end, may bind it.
-    pub(super) fn release_intent(&mut self, intent: Option<IntentId>) {
+    pub(in crate::world) fn release_intent(&mut self, intent: Option<IntentId>) {
         let Some(id) = intent else {
             return;
         };
@@ -108,7 +108,7 @@ impl World {
     /// for its next release. This is housekeeping only: `intent_for`
     /// treats an intent that binds nothing as gone. Runs when a step is
     /// over, its answers checked and its calls ended.
-    pub(super) fn forget_unbound_intents(&mut self) {
+    pub(in crate::world) fn forget_unbound_intents(&mut self) {
         while let Some(&(due, id)) = self.intents_due.first()
             && due <= self.now
         {

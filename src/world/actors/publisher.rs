@@ -7,10 +7,10 @@
 use crate::faults::{FaultKind, Site};
 use crate::mutants::Mutant;
 
-use super::Life;
-use super::World;
-use super::ids::{ActorId, ActorKind, OutboxId};
-use super::step::Verb;
+use crate::world::Life;
+use crate::world::World;
+use crate::world::engine::ids::{ActorId, ActorKind, OutboxId};
+use crate::world::engine::step::Verb;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PublisherPhase {
@@ -77,7 +77,7 @@ impl World {
         }
     }
 
-    pub(super) fn publisher_step(&mut self, index: usize, poked: bool) -> bool {
+    pub(in crate::world) fn publisher_step(&mut self, index: usize, poked: bool) -> bool {
         let actor = ActorId::new(ActorKind::Publisher, index as u16);
         match self.publishers[index].phase {
             PublisherPhase::Idle if poked => self.publisher_claim(index, actor),

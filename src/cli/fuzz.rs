@@ -15,7 +15,7 @@ use crate::faults::{Site, catalogue};
 use crate::mutants::Mutant;
 use crate::report::{Coverage, RACES, SOMETIMES};
 
-use super::campaign::{CampaignOptions, SeedResult, run_seeds};
+use crate::fuzz::campaign::{CampaignOptions, SeedResult, run_seeds};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct FuzzOptions {
@@ -293,7 +293,7 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         jobs: options.jobs,
         mutant: options.mutant,
         check_determinism: options.check_determinism,
-        out: super::campaign::out_dir(options.out.as_deref()),
+        out: crate::fuzz::campaign::out_dir(options.out.as_deref()),
         write_repro: true,
         stop_at_first: false,
     };

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use crate::hash::{Sha, sha256};
 
-use super::db::Token;
-use super::ids::TaskId;
-use super::table::IdTable;
+use crate::world::engine::ids::TaskId;
+use crate::world::engine::table::IdTable;
+use crate::world::stores::db::Token;
 
 /// What an artifact says about itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,7 +389,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::db::EffectKind;
+    use crate::world::stores::db::EffectKind;
 
     fn token(task: u32, attempt: u32) -> Token {
         Token {

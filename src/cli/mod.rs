@@ -3,18 +3,24 @@
 //! the command's code and flattened in here, so nothing copies them field
 //! by field. Every command returns an exit code.
 
+pub mod bench;
+pub mod fuzz;
+pub mod run;
+pub mod score;
+pub mod transition;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::bench::BenchOptions;
 use crate::error::{EXIT_INPUT, EXIT_OK};
-use crate::fuzz::command::FuzzOptions;
-use crate::fuzz::score::ScoreOptions;
 use crate::mutants::{MUTANTS, Mutant};
-use crate::run::RunOptions;
 use crate::task::Policy;
+use bench::BenchOptions;
+use fuzz::FuzzOptions;
+use run::RunOptions;
+use score::ScoreOptions;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -141,23 +147,23 @@ pub fn main() -> ExitCode {
 
 fn dispatch(command: Command) -> u8 {
     match command {
-        Command::Run { file, options } => crate::run::run_command(&file, &options),
+        Command::Run { file, options } => crate::cli::run::run_command(&file, &options),
         Command::Fuzz {
             action: Some(FuzzAction::Merge { files, json }),
             ..
-        } => crate::fuzz::command::merge_command(&files, json),
+        } => crate::cli::fuzz::merge_command(&files, json),
         Command::Fuzz {
             action: None,
             options,
-        } => crate::fuzz::command::fuzz_command(&options),
+        } => crate::cli::fuzz::fuzz_command(&options),
         Command::Bench {
             options,
             run_one: Some(name),
-        } => crate::bench::run_one(&name, options.quick),
+        } => crate::cli::bench::run_one(&name, options.quick),
         Command::Bench {
             options,
             run_one: None,
-        } => crate::bench::bench_command(&options),
+        } => crate::cli::bench::bench_command(&options),
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
                 crate::outln!(
@@ -189,7 +195,7 @@ fn dispatch(command: Command) -> u8 {
         Command::Mutants {
             score: true,
             options,
-        } => crate::fuzz::score::score_command(&options),
+        } => crate::cli::score::score_command(&options),
         Command::Mutants { .. } => {
             for info in MUTANTS {
                 crate::outln!(
@@ -202,9 +208,9 @@ fn dispatch(command: Command) -> u8 {
             }
             EXIT_OK
         }
-        Command::Transition { file } => crate::transition_cli::run_transition(file.as_deref()),
+        Command::Transition { file } => crate::cli::transition::run_transition(file.as_deref()),
         Command::ReplayEvents { file, policy } => {
-            crate::transition_cli::run_replay_events(&file, policy)
+            crate::cli::transition::run_replay_events(&file, policy)
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::Wake;
+use crate::world::Wake;
 
 /// Milliseconds the window covers: one bit each in `occupied`.
 const WINDOW: u64 = 64;

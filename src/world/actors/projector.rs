@@ -15,12 +15,12 @@ use crate::task::json::state_sha256;
 use crate::task::replay::fold;
 use crate::task::{RejectReason, TaskEvent, TaskState, Text, Transition, initial_state};
 
-use super::broker::Delivery;
-use super::db::{Payload, ReviewReason};
-use super::ids::{ActorId, TaskId};
-use super::step::Verb;
-use super::table::IdTable;
-use super::{Life, World};
+use crate::world::engine::ids::{ActorId, TaskId};
+use crate::world::engine::step::Verb;
+use crate::world::engine::table::IdTable;
+use crate::world::stores::broker::Delivery;
+use crate::world::stores::db::{Payload, ReviewReason};
+use crate::world::{Life, World};
 
 /// The projector's view of one task.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,7 +97,7 @@ enum Applied {
 }
 
 impl World {
-    pub(super) fn projector_receive(&mut self, delivery: Delivery, arrival: u64) {
+    pub(in crate::world) fn projector_receive(&mut self, delivery: Delivery, arrival: u64) {
         if !self.projector.life.up {
             return;
         }
@@ -107,7 +107,7 @@ impl World {
         self.poke(ActorId::PROJECTOR, arrival);
     }
 
-    pub(super) fn projector_step(&mut self, poked: bool) -> bool {
+    pub(in crate::world) fn projector_step(&mut self, poked: bool) -> bool {
         match self.projector.phase.clone() {
             ProjectorPhase::Idle if poked => self.projector_take(),
             ProjectorPhase::Idle => false,

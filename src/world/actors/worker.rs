@@ -9,17 +9,17 @@ use crate::hash::Sha;
 use crate::mutants::Mutant;
 use crate::task::Status;
 
-use super::broker::Delivery;
-use super::db::{
+use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose};
+use crate::world::engine::ids::{ActorId, ActorKind, TaskId, TextBuf};
+use crate::world::engine::step::Verb;
+use crate::world::stores::broker::Delivery;
+use crate::world::stores::db::{
     EffectKind, EffectState, InboxRow, InboxState, Lease, LedgerRow, Payload, ProcessResult,
     ReviewReason, Token,
 };
-use super::events::{Command, CommandOutcome};
-use super::fence::{Fence, FenceProgress, FencePurpose};
-use super::ids::{ActorId, ActorKind, TaskId, TextBuf};
-use super::step::Verb;
-use super::store::{Observed, Version};
-use super::{Life, World};
+use crate::world::stores::events::{Command, CommandOutcome};
+use crate::world::stores::store::{Observed, Version};
+use crate::world::{Life, World};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkerPhase {
@@ -66,7 +66,7 @@ pub enum DeliveryAct {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeliveryTouch {
     pub delivery: u64,
-    pub message: super::ids::OutboxId,
+    pub message: crate::world::engine::ids::OutboxId,
     pub payload_sha256: Sha,
     pub act: DeliveryAct,
 }
@@ -181,7 +181,7 @@ impl World {
         ActorId::new(ActorKind::Worker, index as u16)
     }
 
-    pub(super) fn worker_step(&mut self, index: usize, poked: bool) -> bool {
+    pub(in crate::world) fn worker_step(&mut self, index: usize, poked: bool) -> bool {
         if self.workers[index].phase == WorkerPhase::Idle {
             return poked && self.worker_take(index);
         }
@@ -550,7 +550,7 @@ impl World {
 
     /// Gives `attempt` of `task` to `holder`'s incarnation for
     /// `task_lease_ms` from now (a worker's attempt, or a fence's claim).
-    pub(super) fn grant_lease(
+    pub(in crate::world) fn grant_lease(
         &mut self,
         task: TaskId,
         attempt: u32,
@@ -658,7 +658,7 @@ impl World {
 
     /// A store without query support left the effect under `token`
     /// unknown: manual review, never a blind retry.
-    pub(super) fn review_cannot_confirm(&mut self, task: TaskId, token: Token) {
+    pub(in crate::world) fn review_cannot_confirm(&mut self, task: TaskId, token: Token) {
         self.rec.outcome = "STORE_CANNOT_CONFIRM";
         let subject = token.to_string();
         self.db.review(
@@ -681,7 +681,7 @@ impl World {
         let fault = self.fault(Site::StorePut);
         let written = match fault {
             Some(FaultKind::TimeoutBeforeCommit) => None,
-            Some(FaultKind::Corrupt) => Some(super::store::corrupt_bytes(version)),
+            Some(FaultKind::Corrupt) => Some(crate::world::stores::store::corrupt_bytes(version)),
             Some(FaultKind::CorruptMetadata) => {
                 let mut damaged = version;
                 damaged.metadata.attempt += 1;
@@ -738,7 +738,7 @@ impl World {
                 let not_before = self.now + self.config.retry_backoff_ms;
                 self.insert_work_row(
                     job.task,
-                    super::db::WorkKind::TaskRetry,
+                    crate::world::stores::db::WorkKind::TaskRetry,
                     job.attempt + 1,
                     not_before,
                 );
@@ -876,7 +876,7 @@ impl World {
     /// leaves the outcome unknown), whether an artifact was there to hide,
     /// and when to look next (a latency after an answer, the store timeout
     /// after none).
-    pub(super) fn hide_call(&mut self, token: Token, hides: &mut u32) -> HideCall {
+    pub(in crate::world) fn hide_call(&mut self, token: Token, hides: &mut u32) -> HideCall {
         *hides += 1;
         self.touched.tokens.push(token);
         let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
@@ -911,7 +911,7 @@ impl World {
     /// Whether a store read goes through or meets the `store.read` timeout
     /// fault; a timed-out read counts in `reads`, and the last one allowed
     /// (`store_calls_max`) exhausts the store.
-    pub(super) fn store_read(&mut self, reads: &mut u32) -> StoreRead {
+    pub(in crate::world) fn store_read(&mut self, reads: &mut u32) -> StoreRead {
         if self.fault(Site::StoreRead) != Some(FaultKind::Timeout) {
             return StoreRead::Answered;
         }
@@ -1165,7 +1165,7 @@ impl World {
     /// Copies the poison message to the dead-letter queue.
     fn worker_dead_letter(&mut self, job: &mut Job, code: &'static str) -> Step {
         let entry = self.broker.entries.get(job.delivery.entry).cloned();
-        let entry = entry.unwrap_or_else(|| super::broker::Entry {
+        let entry = entry.unwrap_or_else(|| crate::world::stores::broker::Entry {
             id: job.delivery.entry,
             topic: job.delivery.topic,
             message: job.delivery.message,
@@ -1173,7 +1173,7 @@ impl World {
             payload: job.delivery.payload.clone(),
             payload_sha256: job.delivery.payload_sha256,
             deliveries: job.delivery.count,
-            state: super::broker::EntryState::Ready {
+            state: crate::world::stores::broker::EntryState::Ready {
                 visible_ms: self.now,
             },
             last_error: None,
@@ -1236,7 +1236,7 @@ impl World {
 }
 
 /// What came of one store hide call.
-pub(super) struct HideCall {
+pub(in crate::world) struct HideCall {
     pub answered: bool,
     pub had_artifact: bool,
     /// When to look next.
@@ -1244,7 +1244,7 @@ pub(super) struct HideCall {
 }
 
 /// What came of one store read.
-pub(super) enum StoreRead {
+pub(in crate::world) enum StoreRead {
     Answered,
     /// Timed out; another read may follow after `store_timeout_ms`.
     TimedOut,
@@ -1253,7 +1253,7 @@ pub(super) enum StoreRead {
 }
 
 /// What a worker step asks for next.
-pub(super) enum Step {
+pub(in crate::world) enum Step {
     Next(WorkerPhase, u64),
     Done,
 }
@@ -1281,14 +1281,14 @@ fn settled_result(task: TaskId, attempt: u32, state: StateSeen) -> ProcessResult
 /// The scalars of a task's state row a worker decides on, copied instead
 /// of cloning the row and its texts.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct StateSeen {
+pub(in crate::world) struct StateSeen {
     pub status: Status,
     pub version: i64,
     pub attempt: i64,
 }
 
 impl StateSeen {
-    pub(super) fn of(state: &crate::task::TaskState) -> StateSeen {
+    pub(in crate::world) fn of(state: &crate::task::TaskState) -> StateSeen {
         StateSeen {
             status: state.status,
             version: state.version,

@@ -15,10 +15,10 @@ use crate::task::{
     EventBody, EventType, RejectReason, Status, TaskEvent, TaskState, Transition, transition,
 };
 
-use super::World;
-use super::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
-use super::ids::{ActorId, OutboxId, SignalId, TaskId, TextBuf};
 use crate::task::json::{Sink, emit_i64};
+use crate::world::World;
+use crate::world::engine::ids::{ActorId, OutboxId, SignalId, TaskId, TextBuf};
+use crate::world::stores::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
 
 /// What an actor asks the event store to do. Commands are intents; the
 /// event store turns an accepted one into an event.
@@ -355,7 +355,7 @@ impl World {
     }
 
     /// A `task-events` outbox row carrying `event`, ready now.
-    pub(super) fn insert_event_row(
+    pub(in crate::world) fn insert_event_row(
         &mut self,
         task: TaskId,
         event: Rc<TaskEvent>,
@@ -444,7 +444,7 @@ impl World {
             let subject = event.event_id.to_string();
             self.db.review(
                 Some(task),
-                super::db::ReviewReason::EventIdPayloadConflict,
+                crate::world::stores::db::ReviewReason::EventIdPayloadConflict,
                 subject,
                 self.now,
             );

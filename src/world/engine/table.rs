@@ -325,7 +325,7 @@ impl<T: Ord> SortedDeque<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::ids::EntryId;
+    use crate::world::engine::ids::EntryId;
 
     #[test]
     fn rows_are_found_by_id_and_the_window_follows_the_oldest_live_row() {

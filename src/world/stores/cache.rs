@@ -5,8 +5,8 @@
 
 use crate::task::Status;
 
-use super::ids::TaskId;
-use super::table::IdTable;
+use crate::world::engine::ids::TaskId;
+use crate::world::engine::table::IdTable;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheEntry {

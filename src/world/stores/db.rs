@@ -10,9 +10,9 @@ use std::rc::Rc;
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
-use super::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
-use super::keymap::KeyMap;
-use super::table::{IdTable, SortedDeque};
+use crate::world::engine::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
+use crate::world::engine::keymap::KeyMap;
+use crate::world::engine::table::{IdTable, SortedDeque};
 
 /// The one idempotency scope of this pipeline.
 pub const SCOPE: &str = "document-transform";
@@ -524,7 +524,7 @@ pub struct Db {
     /// retention): it re-plans its next wake.
     pub reconcile_due_changed: bool,
     /// Snapshots recovery refused (dump: `snapshotReports`).
-    pub snapshot_reports: Vec<crate::world::projector::SnapshotReport>,
+    pub snapshot_reports: Vec<crate::world::actors::projector::SnapshotReport>,
 }
 
 impl Db {

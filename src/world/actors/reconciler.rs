@@ -8,11 +8,11 @@
 use crate::mutants::Mutant;
 use crate::task::Status;
 
-use super::db::{Payload, ReviewReason, Topic, WorkKind};
-use super::fence::{Fence, FenceProgress, FencePurpose};
-use super::ids::{ActorId, DeadLetterId, TaskId};
-use super::step::Verb;
-use super::{Life, World};
+use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose};
+use crate::world::engine::ids::{ActorId, DeadLetterId, TaskId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::db::{Payload, ReviewReason, Topic, WorkKind};
+use crate::world::{Life, World};
 
 #[derive(Clone, Debug)]
 pub enum ReconcilerPhase {
@@ -82,7 +82,7 @@ impl World {
         }
     }
 
-    pub(super) fn reconciler_step(&mut self, poked: bool) -> bool {
+    pub(in crate::world) fn reconciler_step(&mut self, poked: bool) -> bool {
         match self.reconciler.phase.clone() {
             ReconcilerPhase::Idle if poked => self.reconciler_scan(),
             ReconcilerPhase::Idle => false,
@@ -153,7 +153,7 @@ impl World {
     fn reconcile_lease(&mut self, task: TaskId) {
         self.begin(ActorId::RECONCILER, Verb::Scan);
         self.rec.task = Some(task);
-        let state = super::worker::StateSeen::of(&self.db.task(task).state);
+        let state = crate::world::actors::worker::StateSeen::of(&self.db.task(task).state);
         let lease = self.db.task(task).lease.expect("indexed leases exist");
         self.rec.attempt = lease.attempt;
         let live = matches!(state.status, Status::Running | Status::Cancelling)
@@ -297,8 +297,8 @@ impl World {
             return;
         };
         let task = match answer {
-            super::db::Answer::Accepted(task) => Some(task),
-            super::db::Answer::Refused(_) => None,
+            crate::world::stores::db::Answer::Accepted(task) => Some(task),
+            crate::world::stores::db::Answer::Refused(_) => None,
         };
         self.rec.task = task;
         let early = self.mutant == Some(Mutant::EarlyIdempotencyExpiry);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-use super::ids::{fingerprint, mix_word};
+use crate::world::engine::ids::{fingerprint, mix_word};
 
 /// A table filed by a key that hashes by its fingerprint (`KeyOf`, alone
 /// or beside a request fingerprint). Looked up on every create, answer,
@@ -109,7 +109,7 @@ impl Hasher for FingerprintHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::ids::KeyOf;
+    use crate::world::engine::ids::KeyOf;
 
     /// Every key is found again after 500 inserts, and the one walk the
     /// table offers is in key order, whatever the insertion order.

@@ -7,13 +7,13 @@
 
 use crate::task::Status;
 
-use super::World;
-use super::db::{EffectKind, EffectState, LedgerRow, Token, WorkKind};
-use super::events::{Command, CommandOutcome};
-use super::ids::{ActorId, TaskId};
-use super::step::Verb;
-use super::store::Observed;
-use super::worker::StoreRead;
+use crate::world::World;
+use crate::world::actors::worker::StoreRead;
+use crate::world::engine::ids::{ActorId, TaskId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, Token, WorkKind};
+use crate::world::stores::events::{Command, CommandOutcome};
+use crate::world::stores::store::Observed;
 
 /// Why an attempt is being fenced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,7 +136,7 @@ impl World {
         if self.commit_fault() == Some(false) {
             return FenceProgress::Abort("crashed");
         }
-        let state = super::worker::StateSeen::of(&self.db.task(fence.task).state);
+        let state = crate::world::actors::worker::StateSeen::of(&self.db.task(fence.task).state);
         let live = matches!(state.status, Status::Running | Status::Cancelling)
             && state.attempt == i64::from(fence.attempt);
         if !live {

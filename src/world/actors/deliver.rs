@@ -6,12 +6,12 @@
 use crate::faults::{FaultKind, Site};
 use crate::mutants::Mutant;
 
-use super::World;
-use super::broker::Delivery;
-use super::db::Topic;
-use super::ids::{ActorId, ActorKind, EntryId};
-use super::step::Verb;
-use super::worker::WorkerPhase;
+use crate::world::World;
+use crate::world::actors::worker::WorkerPhase;
+use crate::world::engine::ids::{ActorId, ActorKind, EntryId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::broker::Delivery;
+use crate::world::stores::db::Topic;
 
 /// Deliveries the projector takes ahead (prefetch).
 pub const PROJECTOR_PREFETCH: usize = 8;
@@ -33,7 +33,7 @@ impl World {
         }
     }
 
-    pub(super) fn broker_step(&mut self) -> bool {
+    pub(in crate::world) fn broker_step(&mut self) -> bool {
         let now = self.now;
         self.broker.expire(now);
         let mut choice: Option<(u64, EntryId, ActorId)> = None;

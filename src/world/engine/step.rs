@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::ids::ActorKind;
+use crate::world::engine::ids::ActorKind;
 
 macro_rules! verbs {
     ($( $variant:ident = $text:literal ),* $(,)?) => {

@@ -5,14 +5,14 @@
 use crate::scenario::{DeadLetterRef, RequestKind};
 use crate::task::Text;
 
-use super::World;
-use super::broker::Delivery;
-use super::db::{Answer, Payload, RecordState, Topic};
-use super::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
-use super::step::Verb;
+use crate::world::World;
+use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::broker::Delivery;
+use crate::world::stores::db::{Answer, Payload, RecordState, Topic};
 
 impl World {
-    pub(super) fn operator_step(&mut self, kind: &RequestKind) -> bool {
+    pub(in crate::world) fn operator_step(&mut self, kind: &RequestKind) -> bool {
         if !self.workload_on {
             return false;
         }

@@ -1,0 +1,8 @@
+//! The engine's plumbing: the scheduler's queue, step names and counts,
+//! identifiers, and the containers rows live in (`IdTable`, `KeyMap`).
+
+pub mod ids;
+pub mod keymap;
+pub mod schedule;
+pub mod step;
+pub mod table;

@@ -1,0 +1,3 @@
+//! Ground truth no actor sees: which client intent each request belongs to.
+
+pub mod intents;
