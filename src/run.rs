@@ -73,7 +73,7 @@ pub fn execute(
 
 /// Builds the world a scenario describes (no random faults, no workload).
 pub fn world_for(scenario: &Scenario) -> World {
-    World::new(scenario, &FaultRates::none(), None)
+    World::new(scenario.setup(), &FaultRates::none(), None)
 }
 
 /// The command that reproduces a run of this scenario.

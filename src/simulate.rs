@@ -3,11 +3,8 @@
 //! drains for at most `drain_steps_max` steps, then `converges` is judged.
 //! Scenario runs, fuzz, mutants and benchmarks all run through here.
 
-use crate::invariants::Violation;
+use crate::invariants::{CONVERGES, Violation};
 use crate::world::{Stepped, World};
-
-/// The liveness invariant's id: what a run that did not converge broke.
-pub const CONVERGES: &str = "converges";
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

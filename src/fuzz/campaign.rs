@@ -112,7 +112,7 @@ pub fn world_of_draw(
         draw.config.clients as u16,
         draw.config.apis as u16,
     );
-    let world = World::new(&scenario, &draw.rates, Some(generator));
+    let world = World::new(scenario.setup(), &draw.rates, Some(Box::new(generator)));
     (scenario, world)
 }
 

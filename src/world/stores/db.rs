@@ -524,7 +524,7 @@ pub struct Db {
     /// retention): it re-plans its next wake.
     pub reconcile_due_changed: bool,
     /// Snapshots recovery refused (dump: `snapshotReports`).
-    pub snapshot_reports: Vec<crate::world::actors::projector::SnapshotReport>,
+    pub snapshot_reports: Vec<SnapshotReport>,
 }
 
 impl Db {
@@ -691,4 +691,13 @@ impl Db {
             self.rejections.push(rejection);
         }
     }
+}
+
+/// A snapshot that failed recovery's checks (dump: `snapshotReports`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotReport {
+    pub task: TaskId,
+    pub through_sequence: i64,
+    pub reason: &'static str,
+    pub step: u64,
 }
