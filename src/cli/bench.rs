@@ -221,7 +221,10 @@ pub fn measure(workload: &Workload) -> Sample {
                     break;
                 }
             }
-            world.trace.close_lines();
+            world
+                .trace
+                .close_lines()
+                .expect("the bench writes its trace to a temp file");
             let nanos = watch.nanos() as u64;
             let _ = std::fs::remove_file(&trace_path);
             assert!(

@@ -32,7 +32,7 @@ pub struct FuzzOptions {
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
     /// Switch off one protocol guard (see `sim mutants`)
-    #[arg(long, value_parser = crate::cli::parse_mutant)]
+    #[arg(long, value_parser = crate::cli::args::parse_mutant)]
     pub mutant: Option<Mutant>,
     /// Run each seed twice and compare traceSha256
     #[arg(long)]
@@ -44,7 +44,7 @@ pub struct FuzzOptions {
     #[arg(long)]
     pub quiet: bool,
     /// Run the I-th (0-based) of N disjoint slices of the seed range, as I/N
-    #[arg(long, value_parser = crate::cli::parse_shard)]
+    #[arg(long, value_parser = crate::cli::args::parse_shard)]
     pub shard: Option<(u64, u64)>,
     /// Print the summary as JSON (shards' JSON merges with `sim fuzz merge`)
     #[arg(long)]
@@ -167,7 +167,7 @@ impl Summary {
         let safety = self
             .failures
             .iter()
-            .any(|failure| failure.invariant != crate::simulate::CONVERGES);
+            .any(|failure| failure.invariant != crate::invariants::CONVERGES);
         if !self.nondeterministic.is_empty() || safety {
             EXIT_VIOLATION
         } else if !self.failures.is_empty() {

@@ -3,6 +3,7 @@
 //! the command's code and flattened in here, so nothing copies them field
 //! by field. Every command returns an exit code.
 
+pub mod args;
 pub mod bench;
 pub mod fuzz;
 pub mod run;
@@ -15,7 +16,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::{EXIT_INPUT, EXIT_OK};
-use crate::mutants::{MUTANTS, Mutant};
+use crate::mutants::MUTANTS;
 use crate::task::Policy;
 use bench::BenchOptions;
 use fuzz::FuzzOptions;
@@ -93,7 +94,7 @@ pub enum Command {
         /// JSON-lines file of events, one task
         file: PathBuf,
         /// Cancellation policy the history was written under
-        #[arg(long, default_value = "completion-wins", value_parser = parse_policy)]
+        #[arg(long, default_value = "completion-wins", value_parser = args::parse_policy)]
         policy: Policy,
     },
 }
@@ -109,28 +110,6 @@ pub enum FuzzAction {
         #[arg(long)]
         json: bool,
     },
-}
-
-pub(crate) fn parse_mutant(text: &str) -> Result<Mutant, String> {
-    Mutant::parse(text).ok_or_else(|| "unknown mutant; `sim mutants` lists them".to_string())
-}
-
-pub(crate) fn parse_shard(text: &str) -> Result<(u64, u64), String> {
-    let (index, count) = text.split_once('/').ok_or("expected I/N, like 0/4")?;
-    let index: u64 = index
-        .parse()
-        .map_err(|_| "expected I/N with integers, like 0/4")?;
-    let count: u64 = count
-        .parse()
-        .map_err(|_| "expected I/N with integers, like 0/4")?;
-    if count == 0 || index >= count {
-        return Err("expected 0 <= I < N".into());
-    }
-    Ok((index, count))
-}
-
-fn parse_policy(text: &str) -> Result<Policy, String> {
-    Policy::parse(text).ok_or_else(|| "expected `completion-wins` or `cancel-wins`".to_string())
 }
 
 pub fn main() -> ExitCode {

@@ -19,7 +19,7 @@ pub struct RunOptions {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Switch off one protocol guard (see `sim mutants`)
-    #[arg(long, value_parser = crate::cli::parse_mutant)]
+    #[arg(long, value_parser = crate::cli::args::parse_mutant)]
     pub mutant: Option<Mutant>,
     /// Write the final dump as canonical JSON to FILE (`-`: stdout, which then holds only the JSON)
     #[arg(long, value_name = "FILE")]
@@ -55,7 +55,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if options.mutant.is_some() {
         scenario.mutant = options.mutant;
     }
-    crate::scenario::write::warn_on_version_mismatch(&scenario);
+    for warning in crate::scenario::write::version_warnings(&scenario) {
+        crate::errln!("warning: {warning}");
+    }
     let dump_to_stdout = options.dump.as_deref() == Some(Path::new("-"));
     let mut world = world_for(&scenario);
     if let Some(path) = &options.trace {
@@ -96,7 +98,10 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     });
     // The whole trace is on disk before anything is said about the run, so
     // a trace that cannot be written ends sim before the summary.
-    finished.world.trace.close_lines();
+    if let Err(error) = finished.world.trace.close_lines() {
+        crate::errln!("{error}");
+        return EXIT_INPUT;
+    }
     let dump_text = options
         .dump
         .as_ref()

@@ -25,7 +25,7 @@ pub struct ScoreOptions {
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
     /// Score only these mutants
-    #[arg(long = "only", value_parser = crate::cli::parse_mutant)]
+    #[arg(long = "only", value_parser = crate::cli::args::parse_mutant)]
     pub only: Vec<Mutant>,
 }
 
