@@ -6,6 +6,7 @@ mod determinism;
 mod fuzz;
 mod input_errors;
 mod invariants;
+mod layout;
 mod mutants;
 mod readme;
 mod retention;
