@@ -1,8 +1,11 @@
 //! Workers on `task-work` (lesson 000 §6-§8, lesson 003; DESIGN §3
-//! "Process"): inbox registration, start through the state machine, the
-//! artifact effect planned in the ledger under a stable token, put, read
-//! back and verify, recheck, complete in one transaction, ack. Each arm of
-//! `worker_step` is one atomic step; the phase says how far the worker got.
+//! "Process"): the worker's volatile state between steps. Its steps, one
+//! file per phase of the protocol: `worker/steps.rs` takes a delivery and
+//! dispatches on the phase; `inbox.rs` registers it (duplicates,
+//! quarantine, ack, nack, dead letters); `effect.rs` starts the attempt,
+//! plans, puts, reads back, verifies and compensates; `finish.rs` rechecks,
+//! completes, fences or fails it. Each step is one atomic action; the phase
+//! says how far the worker got.
 
 use crate::hash::Sha;
 use crate::task::Status;
@@ -14,6 +17,9 @@ use crate::world::engine::step::Verb;
 use crate::world::stores::broker::Delivery;
 use crate::world::stores::db::{ProcessResult, Token};
 
+mod effect;
+mod finish;
+mod inbox;
 mod steps;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
