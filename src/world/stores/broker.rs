@@ -191,11 +191,9 @@ impl Broker {
     /// Removes an entry for good (ack). An unknown id is an ack of an entry
     /// already gone: a no-op.
     pub fn ack(&mut self, id: EntryId) -> bool {
-        match self
-            .entries
-            .remove_with(id, |entry| {
-                (entry.topic, entry.state, entry.task, entry.message)
-            }) {
+        match self.entries.remove_with(id, |entry| {
+            (entry.topic, entry.state, entry.task, entry.message)
+        }) {
             Some((topic, state, task, message)) => {
                 self.unindex(id, topic, state);
                 self.forget_entry(task, message);
