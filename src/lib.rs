@@ -19,6 +19,7 @@ pub mod scenario;
 pub mod simulate;
 pub mod stopwatch;
 pub mod task;
+pub mod timeline;
 pub mod trace;
 pub mod transition_cli;
 pub mod world;

@@ -1,0 +1,525 @@
+//! The timeline page (`sim run FILE --html OUT.html`): one self-contained
+//! HTML file that draws a run as lanes over virtual time. A `Recorder`
+//! watches the run step by step (the records, the state each step left
+//! its entities in, which client send reached which API call); `page`
+//! turns what it saw into the page, its data inline as JSON and its script
+//! and style inline from `page.js` and `page.css`, so the file opens from
+//! `file://` with no network. The same run gives the same bytes.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::error::InputError;
+use crate::hash::push_hex;
+use crate::simulate::Outcome;
+use crate::trace::Record;
+use crate::world::db::Topic;
+use crate::world::ids::{ActorId, ActorKind, CallId, OutboxId, TaskId};
+use crate::world::step::Verb;
+use crate::world::{ApiPhase, World};
+
+/// The most steps one page holds. A longer run's page shows its last
+/// `STEPS_MAX` steps (those before the end, and before the violation if
+/// one fired) and says so: at 10^4 steps a page is about 1 MB and paints
+/// in well under a second; a million steps would be some 100 MB of data.
+pub const STEPS_MAX: usize = 100_000;
+
+/// One step as the page shows it: its record, and the state it left its
+/// entities in (an index into `Recorder::states`).
+struct Kept {
+    record: Record,
+    lane: u32,
+    state: u32,
+}
+
+/// A client's call to an API, followed from its send to its answer.
+struct OpenCall {
+    send_step: u64,
+    client: u16,
+    api: u16,
+    arrived: bool,
+}
+
+/// Watches a run, step by step, for its page. Memory is bounded: only the
+/// last `STEPS_MAX` steps are kept.
+pub struct Recorder {
+    kept: VecDeque<Kept>,
+    /// Steps seen in all, kept or not.
+    total: u64,
+    /// Distinct state texts, each stored once (`Kept::state` indexes them).
+    states: Vec<String>,
+    state_ids: BTreeMap<String, u32>,
+    /// The topic of every message seen, to put broker steps on its lane.
+    topics: BTreeMap<OutboxId, Topic>,
+    /// Effect tokens seen, by task.
+    tokens: BTreeMap<TaskId, BTreeSet<String>>,
+    calls: BTreeMap<CallId, OpenCall>,
+    /// The world's lanes, named once it is first seen.
+    lanes: Option<Lanes>,
+    /// Hand-offs the trace alone does not name: a client's send to the
+    /// API step that took the call (step, step).
+    sends: Vec<(u64, u64)>,
+    /// An API's answer and the client it went to (step, client index).
+    answers: Vec<(u64, u16)>,
+}
+
+impl Default for Recorder {
+    fn default() -> Recorder {
+        Recorder::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Recorder {
+        Recorder {
+            kept: VecDeque::new(),
+            total: 0,
+            states: Vec::new(),
+            state_ids: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            tokens: BTreeMap::new(),
+            calls: BTreeMap::new(),
+            lanes: None,
+            sends: Vec::new(),
+            answers: Vec::new(),
+        }
+    }
+
+    /// Takes in the `added` records of the step just taken (the `on_step`
+    /// callback of `simulate`).
+    pub fn observe(&mut self, world: &World, added: u64) {
+        if self.lanes.is_none() {
+            self.lanes = Some(Lanes::of(world));
+        }
+        let records = world.trace.tail(added as usize);
+        assert_eq!(
+            records.len() as u64,
+            added,
+            "the ring holds a step's records"
+        );
+        if records
+            .iter()
+            .any(|r| matches!(r.actor.kind, ActorKind::Client | ActorKind::Api))
+        {
+            self.follow_calls(world, &records);
+        }
+        for record in records {
+            self.total += 1;
+            if let Some(message) = record.message
+                && let Some(row) = world.db.find_outbox(message)
+            {
+                self.topics.insert(message, row.topic);
+            }
+            let state = self.state_of(world, record);
+            let lane = self.lane_of(record);
+            if self.kept.len() == STEPS_MAX {
+                self.kept.pop_front();
+            }
+            self.kept.push_back(Kept {
+                record: record.clone(),
+                lane,
+                state,
+            });
+        }
+    }
+
+    /// Steps seen in all.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Links sends to the API steps that took them, and answers to their
+    /// clients, by watching the world's calls appear, move and go.
+    fn follow_calls(&mut self, world: &World, records: &[&Record]) {
+        let mut present = BTreeSet::new();
+        for (id, call) in world.calls.iter() {
+            present.insert(id);
+            let arrived = call.phase != ApiPhase::Arrive;
+            match self.calls.get_mut(&id) {
+                None => {
+                    let send = records.iter().rev().find(|r| {
+                        r.actor.kind == ActorKind::Client
+                            && matches!(r.verb, Verb::Send | Verb::Retry)
+                    });
+                    if let Some(send) = send {
+                        self.calls.insert(
+                            id,
+                            OpenCall {
+                                send_step: send.step,
+                                client: send.actor.index,
+                                api: call.api,
+                                arrived,
+                            },
+                        );
+                    }
+                }
+                Some(open) if !open.arrived && arrived => {
+                    open.arrived = true;
+                    let api = ActorId::new(ActorKind::Api, call.api);
+                    if let Some(step) = records.iter().find(|r| r.actor == api) {
+                        self.sends.push((open.send_step, step.step));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let gone: Vec<CallId> = self
+            .calls
+            .keys()
+            .filter(|id| !present.contains(*id))
+            .copied()
+            .collect();
+        for id in gone {
+            let open = self.calls.remove(&id).expect("an open call");
+            let api = ActorId::new(ActorKind::Api, open.api);
+            let Some(step) = records
+                .iter()
+                .find(|r| r.actor == api && r.verb != Verb::Crash)
+            else {
+                continue;
+            };
+            if !open.arrived {
+                self.sends.push((open.send_step, step.step));
+            }
+            if step.verb == Verb::Respond {
+                self.answers.push((step.step, open.client));
+            }
+        }
+    }
+
+    /// What the step's entities look like right after it: the task's
+    /// row, the message's outbox and inbox rows, the attempt's effects.
+    fn state_of(&mut self, world: &World, record: &Record) -> u32 {
+        let mut text = String::new();
+        if let Some(task) = record.task
+            && let Some(row) = world.db.find_task(task)
+        {
+            let state = &row.state;
+            let _ = write!(
+                text,
+                "{task}: {} v{}, attempt {}",
+                state.status.as_str(),
+                state.version,
+                state.attempt
+            );
+            if let Some(worker) = &state.worker_id {
+                let _ = write!(text, ", held by {worker}");
+            }
+            if let Some(code) = &state.terminal_error_code {
+                let _ = write!(text, ", {code}");
+            }
+            if row.compacted {
+                text.push_str(" (compacted)");
+            }
+            let _ = write!(text, "; key {}", row.key);
+            for effect in &row.effects {
+                let token = effect.token.to_string();
+                if record.attempt == 0 || effect.token.attempt == record.attempt {
+                    let _ = write!(text, "\n{token}: {}", effect.state.as_str());
+                    if let Some(fenced) = effect.fenced_by {
+                        let _ = write!(text, ", fenced by {fenced}");
+                    }
+                }
+                self.tokens.entry(task).or_default().insert(token);
+            }
+        }
+        if let Some(message) = record.message {
+            if let Some(row) = world.db.find_outbox(message) {
+                let _ = write!(
+                    text,
+                    "\n{message}: {} {} v{}, ",
+                    row.topic.as_str(),
+                    row.event_type,
+                    row.aggregate_version
+                );
+                match row.published_ms {
+                    Some(at) => {
+                        let _ = write!(text, "published at {at} ms");
+                    }
+                    None => text.push_str("unpublished"),
+                }
+                let _ = write!(text, ", {} publish attempt(s)", row.publish_attempts);
+                if let Some(error) = row.last_error {
+                    let _ = write!(text, ", last error {error}");
+                }
+            }
+            if let Some(row) = world.db.inbox.get(message) {
+                let _ = write!(text, "\ninbox {message}: {}", row.state.as_str());
+                if let Some(result) = row.result {
+                    let _ = write!(text, " ({})", result.as_str());
+                }
+            }
+        }
+        let text = text.trim_start().to_string();
+        if let Some(&id) = self.state_ids.get(&text) {
+            return id;
+        }
+        let id = self.states.len() as u32;
+        self.states.push(text.clone());
+        self.state_ids.insert(text, id);
+        id
+    }
+
+    /// The lane a step is drawn on: its actor's, or for the broker, the
+    /// lane of its message's topic.
+    fn lane_of(&self, record: &Record) -> u32 {
+        let lanes = self.lanes.as_ref().expect("lanes are named first");
+        let lane = match record.actor.kind {
+            ActorKind::Broker => match record.verb {
+                Verb::DeadLetter => lanes.index("dead letters"),
+                _ => match record.message.and_then(|m| self.topics.get(&m)) {
+                    Some(Topic::TaskEvents) => lanes.index("broker task-events"),
+                    _ => lanes.index("broker task-work"),
+                },
+            },
+            ActorKind::Cache => lanes.index("cache"),
+            _ => lanes.index(&record.actor.to_string()),
+        };
+        lane.unwrap_or(0) as u32
+    }
+}
+
+/// The page's lanes, top to bottom: actors and stores in the order a
+/// request flows through them.
+struct Lanes {
+    names: Vec<String>,
+}
+
+impl Lanes {
+    fn of(world: &World) -> Lanes {
+        let mut names = Vec::new();
+        let numbered = |names: &mut Vec<String>, kind: ActorKind, n: usize| {
+            for index in 0..n {
+                names.push(ActorId::new(kind, index as u16).to_string());
+            }
+        };
+        numbered(&mut names, ActorKind::Client, world.clients.len());
+        numbered(&mut names, ActorKind::Api, world.apis.len());
+        names.push("database".into());
+        numbered(&mut names, ActorKind::Publisher, world.publishers.len());
+        names.push("broker task-work".into());
+        names.push("broker task-events".into());
+        names.push("dead letters".into());
+        numbered(&mut names, ActorKind::Worker, world.workers.len());
+        for name in [
+            "artifact store",
+            "cache",
+            "projector",
+            "reconciler",
+            "operator",
+        ] {
+            names.push(name.into());
+        }
+        Lanes { names }
+    }
+
+    fn index(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|lane| lane == name)
+    }
+}
+
+/// What a page says about its run besides the steps.
+pub struct PageInfo<'a> {
+    /// The scenario's name, or a reproducer's.
+    pub title: &'a str,
+    pub description: &'a str,
+    /// The command that reproduces the run.
+    pub command: &'a str,
+}
+
+/// The page's data: every kept step, the lanes, the tasks' keys and
+/// tokens, the hand-offs, the outcome. Exposed for tests.
+pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageInfo) -> Value {
+    let lanes = Lanes::of(world);
+    let mut actions: Vec<String> = Vec::new();
+    let mut outcomes: Vec<String> = Vec::new();
+    let mut faults: Vec<String> = Vec::new();
+    let mut steps = Vec::with_capacity(recorder.kept.len());
+    let mut tasks = BTreeSet::new();
+    let mut kept_messages = BTreeSet::new();
+    for kept in &recorder.kept {
+        let r = &kept.record;
+        let action = index_of(&mut actions, r.action().to_string());
+        let outcome_index = index_of(&mut outcomes, r.outcome.to_string());
+        let fault = r.fault.map_or(-1, |(site, kind)| {
+            index_of(&mut faults, format!("{}/{}", site.as_str(), kind.as_str())) as i64
+        });
+        let mut hash = String::new();
+        if let Some(h) = &r.hash {
+            push_hex(&mut hash, &h[..8]);
+        }
+        if let Some(task) = r.task {
+            tasks.insert(task);
+        }
+        if let Some(message) = r.message {
+            kept_messages.insert(message);
+        }
+        steps.push(json!([
+            r.step,
+            r.time_ms,
+            kept.lane,
+            action,
+            outcome_index,
+            r.task.map_or(0, |t| t.0),
+            r.message.map_or(0, |m| m.0),
+            r.entry.map_or(0, |e| e.0),
+            r.attempt,
+            r.version,
+            hash,
+            fault,
+            kept.state,
+        ]));
+    }
+    let mut task_table = serde_json::Map::new();
+    for task in tasks {
+        let Some(row) = world.db.find_task(task) else {
+            continue;
+        };
+        let tokens: Vec<&String> = recorder
+            .tokens
+            .get(&task)
+            .map(|set| set.iter().collect())
+            .unwrap_or_default();
+        task_table.insert(
+            task.0.to_string(),
+            json!({
+                "key": row.key.to_string(),
+                "status": row.state.status.as_str(),
+                "version": row.state.version,
+                "tokens": tokens,
+            }),
+        );
+    }
+    let first = recorder.kept.front().map_or(0, |k| k.record.step);
+    let violation = outcome.violation.as_ref().map(|v| {
+        json!({
+            "invariant": v.invariant,
+            "step": v.step,
+            "timeMs": v.time_ms,
+            "message": v.message,
+            "entities": v.entities,
+        })
+    });
+    let sha = crate::hash::hex(&world.trace.sha256());
+    json!({
+        "title": info.title,
+        "description": info.description,
+        "command": info.command,
+        "seed": world.seed,
+        "steps": recorder.total,
+        "firstStep": first,
+        "stepsMax": STEPS_MAX,
+        "faultSteps": outcome.fault_steps,
+        "virtualTimeMs": world.last_step_ms,
+        "traceSha256": sha,
+        "violation": violation,
+        "notConverged": outcome.not_converged,
+        "lanes": lanes.names,
+        "actions": actions,
+        "outcomes": outcomes,
+        "faults": faults,
+        "states": recorder.states,
+        "tasks": task_table,
+        "topics": recorder
+            .topics
+            .iter()
+            .filter(|(message, _)| kept_messages.contains(*message))
+            .map(|(message, topic)| (message.0.to_string(), topic.as_str()))
+            .collect::<BTreeMap<_, _>>(),
+        "sends": recorder.sends.iter().filter(|(from, _)| *from >= first).collect::<Vec<_>>(),
+        "answers": recorder.answers.iter().filter(|(step, _)| *step >= first).collect::<Vec<_>>(),
+        "rows": steps,
+    })
+}
+
+/// The index of `text` in `table`, added at the end if it is new. The
+/// tables are short (step names, outcome words, fault kinds).
+fn index_of(table: &mut Vec<String>, text: String) -> usize {
+    match table.iter().position(|t| *t == text) {
+        Some(i) => i,
+        None => {
+            table.push(text);
+            table.len() - 1
+        }
+    }
+}
+
+const SCRIPT: &str = include_str!("page.js");
+const STYLE: &str = include_str!("page.css");
+
+/// The whole page as text.
+pub fn page(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageInfo) -> String {
+    let data = data(world, outcome, recorder, info);
+    // Inside a <script> element only `</` can end it early; JSON text has
+    // `<` only inside strings, where `\u003c` means the same.
+    let json = serde_json::to_string(&data)
+        .expect("page data serializes")
+        .replace('<', "\\u003c");
+    let mut out = String::with_capacity(json.len() + SCRIPT.len() + STYLE.len() + 2048);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    let _ = writeln!(out, "<title>sim timeline: {}</title>", escape(info.title));
+    let _ = writeln!(out, "<style>\n{STYLE}</style>\n</head>\n<body>");
+    out.push_str(BODY);
+    let _ = writeln!(
+        out,
+        "<script type=\"application/json\" id=\"run-data\">{json}</script>"
+    );
+    let _ = writeln!(out, "<script>\n{SCRIPT}</script>\n</body>\n</html>");
+    out
+}
+
+/// Writes the page to `path` whole, or leaves no file: a failed write
+/// removes what was written.
+pub fn write_timeline(
+    path: &Path,
+    world: &World,
+    outcome: &Outcome,
+    recorder: &Recorder,
+    info: &PageInfo,
+) -> Result<(), InputError> {
+    let text = page(world, outcome, recorder, info);
+    std::fs::write(path, text).map_err(|error| {
+        crate::output::remove_partial(path);
+        InputError::new(format!("cannot write the timeline: {error}")).in_file(path)
+    })
+}
+
+/// Checks before a run that `path` can be written (it is created empty,
+/// and written whole after the run).
+pub fn check_writable(path: &Path) -> Result<(), InputError> {
+    std::fs::File::create(path)
+        .map(drop)
+        .map_err(|error| InputError::new(format!("cannot write: {error}")).in_file(path))
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The page's fixed elements; the script fills them in.
+const BODY: &str = r#"<header>
+<h1 id="title"></h1>
+<p id="summary"></p>
+<div id="banner" hidden></div>
+<div class="controls">
+<label>filter <input id="filter" type="search" placeholder="task-1, outbox-2, entry-4, a key or token" size="34"></label>
+<label>find <input id="search" type="search" placeholder="an id; Enter: next" size="18"></label>
+<span id="filter-count"></span>
+<label>axis <select id="axis"><option value="time">virtual time</option><option value="step">step order</option></select></label>
+<button id="zoom-in" title="zoom in (+)">+</button><button id="zoom-out" title="zoom out (-)">&minus;</button><button id="fit" title="show everything (0)">fit</button>
+<label><input id="slice" type="checkbox" checked> violation slice</label>
+</div>
+</header>
+<main>
+<div id="chart"><div id="labels"></div><canvas id="canvas"></canvas></div>
+<aside id="detail"><p class="hint">Click a step to see its record and the state it left.</p></aside>
+</main>
+<footer id="legend"></footer>
+"#;
