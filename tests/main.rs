@@ -11,4 +11,5 @@ mod readme;
 mod retention;
 mod scenarios;
 mod tidy;
+mod timeline;
 mod transition;
