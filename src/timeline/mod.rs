@@ -27,12 +27,12 @@ use crate::world::{ApiPhase, World};
 /// in well under a second; a million steps would be some 100 MB of data.
 pub const STEPS_MAX: usize = 100_000;
 
-/// One step as the page shows it: its record, and the state it left its
-/// entities in (an index into `Recorder::states`).
+/// One step as the page shows it: its record, its lane, and the state it
+/// left its entities in.
 struct Kept {
     record: Record,
     lane: u32,
-    state: u32,
+    state: String,
 }
 
 /// A client's call to an API, followed from its send to its answer.
@@ -46,12 +46,11 @@ struct OpenCall {
 /// Watches a run, step by step, for its page. Memory is bounded: only the
 /// last `STEPS_MAX` steps are kept.
 pub struct Recorder {
+    /// The most steps kept: `STEPS_MAX` unless a test asks for fewer.
+    limit: usize,
     kept: VecDeque<Kept>,
     /// Steps seen in all, kept or not.
     total: u64,
-    /// Distinct state texts, each stored once (`Kept::state` indexes them).
-    states: Vec<String>,
-    state_ids: BTreeMap<String, u32>,
     /// The topic of every message seen, to put broker steps on its lane.
     topics: BTreeMap<OutboxId, Topic>,
     /// Effect tokens seen, by task.
@@ -74,11 +73,16 @@ impl Default for Recorder {
 
 impl Recorder {
     pub fn new() -> Recorder {
+        Recorder::keeping(STEPS_MAX)
+    }
+
+    /// A recorder that keeps the last `limit` steps (at least one).
+    pub fn keeping(limit: usize) -> Recorder {
+        assert!(limit > 0, "a page shows at least one step");
         Recorder {
+            limit,
             kept: VecDeque::new(),
             total: 0,
-            states: Vec::new(),
-            state_ids: BTreeMap::new(),
             topics: BTreeMap::new(),
             tokens: BTreeMap::new(),
             calls: BTreeMap::new(),
@@ -115,7 +119,7 @@ impl Recorder {
             }
             let state = self.state_of(world, record);
             let lane = self.lane_of(record);
-            if self.kept.len() == STEPS_MAX {
+            if self.kept.len() == self.limit {
                 self.kept.pop_front();
             }
             self.kept.push_back(Kept {
@@ -192,7 +196,7 @@ impl Recorder {
 
     /// What the step's entities look like right after it: the task's
     /// row, the message's outbox and inbox rows, the attempt's effects.
-    fn state_of(&mut self, world: &World, record: &Record) -> u32 {
+    fn state_of(&mut self, world: &World, record: &Record) -> String {
         let mut text = String::new();
         if let Some(task) = record.task
             && let Some(row) = world.db.find_task(task)
@@ -253,14 +257,7 @@ impl Recorder {
                 }
             }
         }
-        let text = text.trim_start().to_string();
-        if let Some(&id) = self.state_ids.get(&text) {
-            return id;
-        }
-        let id = self.states.len() as u32;
-        self.states.push(text.clone());
-        self.state_ids.insert(text, id);
-        id
+        text.trim_start().to_string()
     }
 
     /// The lane a step is drawn on: its actor's, or for the broker, the
@@ -337,6 +334,9 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
     let mut actions: Vec<String> = Vec::new();
     let mut outcomes: Vec<String> = Vec::new();
     let mut faults: Vec<String> = Vec::new();
+    // Each distinct state text once; rows name it by index.
+    let mut states: Vec<&str> = Vec::new();
+    let mut state_ids: BTreeMap<&str, usize> = BTreeMap::new();
     let mut steps = Vec::with_capacity(recorder.kept.len());
     let mut tasks = BTreeSet::new();
     let mut kept_messages = BTreeSet::new();
@@ -346,6 +346,10 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
         let outcome_index = index_of(&mut outcomes, r.outcome.to_string());
         let fault = r.fault.map_or(-1, |(site, kind)| {
             index_of(&mut faults, format!("{}/{}", site.as_str(), kind.as_str())) as i64
+        });
+        let state = *state_ids.entry(&kept.state).or_insert_with(|| {
+            states.push(&kept.state);
+            states.len() - 1
         });
         let mut hash = String::new();
         if let Some(h) = &r.hash {
@@ -370,7 +374,7 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
             r.version,
             hash,
             fault,
-            kept.state,
+            state,
         ]));
     }
     let mut task_table = serde_json::Map::new();
@@ -411,7 +415,7 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
         "seed": world.seed,
         "steps": recorder.total,
         "firstStep": first,
-        "stepsMax": STEPS_MAX,
+        "stepsMax": recorder.limit,
         "faultSteps": outcome.fault_steps,
         "virtualTimeMs": world.last_step_ms,
         "traceSha256": sha,
@@ -421,7 +425,7 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
         "actions": actions,
         "outcomes": outcomes,
         "faults": faults,
-        "states": recorder.states,
+        "states": states,
         "tasks": task_table,
         "topics": recorder
             .topics
