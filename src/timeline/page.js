@@ -189,7 +189,7 @@
   }
 
   function layout() {
-    const h = AXIS_H + lanes.length * LANE_H + 8;
+    const h = AXIS_H + lanes.length * LANE_H + 18;
     const w = Math.max(200, chart.clientWidth - labels.offsetWidth);
     const ratio = window.devicePixelRatio || 1;
     canvas.style.height = h + "px";
@@ -279,6 +279,7 @@
     // Marks.
     const r = count > 3000 ? 2 : 4;
     let drawn = 0;
+    const faulted = [];
     const labelEnd = new Float64Array(lanes.length).fill(-1e9);
     ctx.font = "10px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "bottom";
     for (let i = a; i < b; i++) {
@@ -300,10 +301,7 @@
       } else {
         ctx.beginPath(); ctx.arc(x, y, r, 0, 6.2832); ctx.fill();
       }
-      if (row[FAULT] >= 0) {
-        ctx.fillStyle = "#dd6b20"; ctx.beginPath();
-        ctx.moveTo(x, y - 5); ctx.lineTo(x + 6, y - 13); ctx.lineTo(x - 6, y - 13); ctx.closePath(); ctx.fill();
-      }
+      if (row[FAULT] >= 0) faulted.push(i);
       if (showSlice && slice[i]) {
         ctx.strokeStyle = "#c0182b"; ctx.lineWidth = 2; ctx.beginPath(); ctx.arc(x, y, r + 3, 0, 6.2832); ctx.stroke();
       }
@@ -316,6 +314,15 @@
       ctx.globalAlpha = 1;
     }
     lastDrawn = drawn;
+    // Faults on top of everything else, labels included.
+    ctx.fillStyle = "#dd6b20"; ctx.strokeStyle = "#ffffff"; ctx.lineWidth = 1;
+    for (const i of faulted) {
+      const x = X(i), y = laneY(rows[i][LANE]);
+      ctx.globalAlpha = dim(i) ? 0.25 : 1;
+      ctx.beginPath();
+      ctx.moveTo(x, y - 5); ctx.lineTo(x + 6, y - 14); ctx.lineTo(x - 6, y - 14); ctx.closePath(); ctx.fill(); ctx.stroke();
+    }
+    ctx.globalAlpha = 1;
     // The violation.
     if (violationRow >= 0) {
       const x = X(violationRow);
@@ -330,8 +337,8 @@
       ctx.strokeStyle = "#111"; ctx.lineWidth = 2; ctx.beginPath(); ctx.arc(x, y, 8, 0, 6.2832); ctx.stroke();
     }
     if (!detailed) {
-      ctx.fillStyle = "#48525e"; ctx.textAlign = "right"; ctx.textBaseline = "top"; ctx.font = "11px system-ui, sans-serif";
-      ctx.fillText(count + " steps in view: zoom in to see hand-offs and touches", width - 6, AXIS_H + 2);
+      ctx.fillStyle = "#48525e"; ctx.textAlign = "right"; ctx.textBaseline = "bottom"; ctx.font = "11px system-ui, sans-serif";
+      ctx.fillText(count + " steps in view: zoom in to see hand-offs and touches", width - 6, height - 2);
     }
   }
 
