@@ -16,16 +16,18 @@ use crate::error::InputError;
 use crate::hash::push_hex;
 use crate::simulate::Outcome;
 use crate::trace::Record;
-use crate::world::db::Topic;
+use crate::world::db::{EffectKind, Token, Topic};
 use crate::world::ids::{ActorId, ActorKind, CallId, OutboxId, TaskId};
 use crate::world::step::Verb;
 use crate::world::{ApiPhase, World};
 
 /// The most steps one page holds. A longer run's page shows its last
 /// `STEPS_MAX` steps (those before the end, and before the violation if
-/// one fired) and says so: at 10^4 steps a page is about 1 MB and paints
-/// in well under a second; a million steps would be some 100 MB of data.
-pub const STEPS_MAX: usize = 100_000;
+/// one fired) and says so. A step costs about 150 bytes of page: in
+/// headless Chromium a page of 10^4 steps (1.5 MB) paints in about 0.3 s,
+/// one of 10^5 (16 MB) in 1.6 s, half of it parsing the HTML; a million
+/// steps would be 150 MB.
+pub const STEPS_MAX: usize = 50_000;
 
 /// One step as the page shows it: its record, its lane, and the state it
 /// left its entities in.
@@ -53,8 +55,8 @@ pub struct Recorder {
     total: u64,
     /// The topic of every message seen, to put broker steps on its lane.
     topics: BTreeMap<OutboxId, Topic>,
-    /// Effect tokens seen, by task.
-    tokens: BTreeMap<TaskId, BTreeSet<String>>,
+    /// Effect tokens seen (in order: by task first).
+    tokens: BTreeSet<Token>,
     calls: BTreeMap<CallId, OpenCall>,
     /// The world's lanes, named once it is first seen.
     lanes: Option<Lanes>,
@@ -84,7 +86,7 @@ impl Recorder {
             kept: VecDeque::new(),
             total: 0,
             topics: BTreeMap::new(),
-            tokens: BTreeMap::new(),
+            tokens: BTreeSet::new(),
             calls: BTreeMap::new(),
             lanes: None,
             sends: Vec::new(),
@@ -113,6 +115,7 @@ impl Recorder {
         for record in records {
             self.total += 1;
             if let Some(message) = record.message
+                && !self.topics.contains_key(&message)
                 && let Some(row) = world.db.find_outbox(message)
             {
                 self.topics.insert(message, row.topic);
@@ -138,29 +141,30 @@ impl Recorder {
     /// Links sends to the API steps that took them, and answers to their
     /// clients, by watching the world's calls appear, move and go.
     fn follow_calls(&mut self, world: &World, records: &[&Record]) {
-        let mut present = BTreeSet::new();
-        for (id, call) in world.calls.iter() {
-            present.insert(id);
-            let arrived = call.phase != ApiPhase::Arrive;
-            match self.calls.get_mut(&id) {
-                None => {
-                    let send = records.iter().rev().find(|r| {
-                        r.actor.kind == ActorKind::Client
-                            && matches!(r.verb, Verb::Send | Verb::Retry)
-                    });
-                    if let Some(send) = send {
-                        self.calls.insert(
-                            id,
-                            OpenCall {
-                                send_step: send.step,
-                                client: send.actor.index,
-                                api: call.api,
-                                arrived,
-                            },
-                        );
-                    }
-                }
-                Some(open) if !open.arrived && arrived => {
+        // A send or a retry opens one call, the newest: call ids are
+        // counters, and the table walks its rows by id.
+        let send = records.iter().rev().find(|r| {
+            r.actor.kind == ActorKind::Client && matches!(r.verb, Verb::Send | Verb::Retry)
+        });
+        if let Some(send) = send
+            && let Some((id, call)) = world.calls.iter().last()
+            && !self.calls.contains_key(&id)
+        {
+            self.calls.insert(
+                id,
+                OpenCall {
+                    send_step: send.step,
+                    client: send.actor.index,
+                    api: call.api,
+                    arrived: false,
+                },
+            );
+        }
+        let mut gone = Vec::new();
+        for (&id, open) in self.calls.iter_mut() {
+            match world.calls.get(id) {
+                None => gone.push(id),
+                Some(call) if !open.arrived && call.phase != ApiPhase::Arrive => {
                     open.arrived = true;
                     let api = ActorId::new(ActorKind::Api, call.api);
                     if let Some(step) = records.iter().find(|r| r.actor == api) {
@@ -170,12 +174,6 @@ impl Recorder {
                 Some(_) => {}
             }
         }
-        let gone: Vec<CallId> = self
-            .calls
-            .keys()
-            .filter(|id| !present.contains(*id))
-            .copied()
-            .collect();
         for id in gone {
             let open = self.calls.remove(&id).expect("an open call");
             let api = ActorId::new(ActorKind::Api, open.api);
@@ -220,14 +218,13 @@ impl Recorder {
             }
             let _ = write!(text, "; key {}", row.key);
             for effect in &row.effects {
-                let token = effect.token.to_string();
                 if record.attempt == 0 || effect.token.attempt == record.attempt {
-                    let _ = write!(text, "\n{token}: {}", effect.state.as_str());
+                    let _ = write!(text, "\n{}: {}", effect.token, effect.state.as_str());
                     if let Some(fenced) = effect.fenced_by {
                         let _ = write!(text, ", fenced by {fenced}");
                     }
                 }
-                self.tokens.entry(task).or_default().insert(token);
+                self.tokens.insert(effect.token);
             }
         }
         if let Some(message) = record.message {
@@ -265,17 +262,20 @@ impl Recorder {
     fn lane_of(&self, record: &Record) -> u32 {
         let lanes = self.lanes.as_ref().expect("lanes are named first");
         let lane = match record.actor.kind {
-            ActorKind::Broker => match record.verb {
-                Verb::DeadLetter => lanes.index("dead letters"),
-                _ => match record.message.and_then(|m| self.topics.get(&m)) {
-                    Some(Topic::TaskEvents) => lanes.index("broker task-events"),
-                    _ => lanes.index("broker task-work"),
-                },
-            },
-            ActorKind::Cache => lanes.index("cache"),
-            _ => lanes.index(&record.actor.to_string()),
+            // The broker's lanes: task-work, task-events, dead letters.
+            ActorKind::Broker => {
+                lanes.first[&ActorKind::Broker]
+                    + match record.verb {
+                        Verb::DeadLetter => 2,
+                        _ => match record.message.and_then(|m| self.topics.get(&m)) {
+                            Some(Topic::TaskEvents) => 1,
+                            _ => 0,
+                        },
+                    }
+            }
+            kind => lanes.first[&kind] + usize::from(record.actor.index),
         };
-        lane.unwrap_or(0) as u32
+        lane as u32
     }
 }
 
@@ -283,38 +283,44 @@ impl Recorder {
 /// request flows through them.
 struct Lanes {
     names: Vec<String>,
+    /// Each actor kind's first lane; numbered kinds have one lane per
+    /// instance after it.
+    first: BTreeMap<ActorKind, usize>,
 }
 
 impl Lanes {
     fn of(world: &World) -> Lanes {
-        let mut names = Vec::new();
-        let numbered = |names: &mut Vec<String>, kind: ActorKind, n: usize| {
-            for index in 0..n {
-                names.push(ActorId::new(kind, index as u16).to_string());
-            }
+        let mut lanes = Lanes {
+            names: Vec::new(),
+            first: BTreeMap::new(),
         };
-        numbered(&mut names, ActorKind::Client, world.clients.len());
-        numbered(&mut names, ActorKind::Api, world.apis.len());
-        names.push("database".into());
-        numbered(&mut names, ActorKind::Publisher, world.publishers.len());
-        names.push("broker task-work".into());
-        names.push("broker task-events".into());
-        names.push("dead letters".into());
-        numbered(&mut names, ActorKind::Worker, world.workers.len());
-        for name in [
-            "artifact store",
-            "cache",
-            "projector",
-            "reconciler",
-            "operator",
+        lanes.actors(ActorKind::Client, world.clients.len());
+        lanes.actors(ActorKind::Api, world.apis.len());
+        lanes.names.push("database".into());
+        lanes.actors(ActorKind::Publisher, world.publishers.len());
+        lanes.first.insert(ActorKind::Broker, lanes.names.len());
+        lanes.names.push("broker task-work".into());
+        lanes.names.push("broker task-events".into());
+        lanes.names.push("dead letters".into());
+        lanes.actors(ActorKind::Worker, world.workers.len());
+        lanes.names.push("artifact store".into());
+        for kind in [
+            ActorKind::Cache,
+            ActorKind::Projector,
+            ActorKind::Reconciler,
+            ActorKind::Operator,
         ] {
-            names.push(name.into());
+            lanes.actors(kind, 1);
         }
-        Lanes { names }
+        lanes
     }
 
-    fn index(&self, name: &str) -> Option<usize> {
-        self.names.iter().position(|lane| lane == name)
+    fn actors(&mut self, kind: ActorKind, count: usize) {
+        self.first.insert(kind, self.names.len());
+        for index in 0..count {
+            self.names
+                .push(ActorId::new(kind, index as u16).to_string());
+        }
     }
 }
 
@@ -382,11 +388,12 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
         let Some(row) = world.db.find_task(task) else {
             continue;
         };
-        let tokens: Vec<&String> = recorder
+        let tokens: Vec<String> = recorder
             .tokens
-            .get(&task)
-            .map(|set| set.iter().collect())
-            .unwrap_or_default();
+            .range(first_token(task)..)
+            .take_while(|token| token.task == task)
+            .map(|token| token.to_string())
+            .collect();
         task_table.insert(
             task.0.to_string(),
             json!({
@@ -437,6 +444,17 @@ pub fn data(world: &World, outcome: &Outcome, recorder: &Recorder, info: &PageIn
         "answers": recorder.answers.iter().filter(|(step, _)| *step >= first).collect::<Vec<_>>(),
         "rows": steps,
     })
+}
+
+/// The least token of `task` in `Token`'s order (task, attempt, kind,
+/// generation).
+fn first_token(task: TaskId) -> Token {
+    Token {
+        task,
+        attempt: 0,
+        kind: EffectKind::Artifact,
+        generation: 0,
+    }
 }
 
 /// The index of `text` in `table`, added at the end if it is new. The
