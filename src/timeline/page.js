@@ -329,8 +329,12 @@
       ctx.strokeStyle = "#c0182b"; ctx.lineWidth = 2; ctx.setLineDash([5, 3]);
       ctx.beginPath(); ctx.moveTo(x, AXIS_H); ctx.lineTo(x, height); ctx.stroke(); ctx.setLineDash([]);
       ctx.beginPath(); ctx.arc(x, laneY(rows[violationRow][LANE]), 8, 0, 6.2832); ctx.stroke();
-      ctx.fillStyle = "#c0182b"; ctx.textAlign = "left"; ctx.textBaseline = "top"; ctx.font = "bold 11px system-ui, sans-serif";
-      ctx.fillText("VIOLATION " + D.violation.invariant, x + 4, AXIS_H + 1);
+      ctx.fillStyle = "#c0182b"; ctx.textBaseline = "top"; ctx.font = "bold 11px system-ui, sans-serif";
+      const text = "VIOLATION " + D.violation.invariant;
+      // Beside the line, on whichever side has room.
+      const left = x + 4 + ctx.measureText(text).width > width;
+      ctx.textAlign = left ? "right" : "left";
+      ctx.fillText(text, left ? x - 4 : x + 4, AXIS_H + 1);
     }
     if (selected >= 0) {
       const x = X(selected), y = laneY(rows[selected][LANE]);
