@@ -302,6 +302,7 @@ def test_confirm_lost(driver, sim, workdir, screenshot):
     no_console_errors_and_no_network(driver, "confirm-lost")
 
     if screenshot:
+        driver.type_into("#search", "")
         click_step(driver, duplicate["step"])
         time.sleep(0.1)
         driver.screenshot(screenshot)
