@@ -225,6 +225,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             crate::errln!("{error}");
             return EXIT_INPUT;
         }
+        if let Some(note) = timeline.window_note(path) {
+            crate::errln!("{note}");
+        }
     }
     let name = match &scenario.path {
         Some(path) => format!("{} ({path})", scenario.name),

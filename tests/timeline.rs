@@ -142,6 +142,24 @@ fn a_long_run_keeps_its_last_window() {
 }
 
 #[test]
+fn only_a_page_shorter_than_its_run_says_so() {
+    let scenario = load_scenario("confirm-lost");
+    let mut short = Recorder::keeping(10);
+    let mut whole = Recorder::new();
+    let _ = execute(&scenario, world_for(&scenario), |world, added| {
+        short.observe(world, added);
+        whole.observe(world, added);
+    });
+    let path = std::path::Path::new("t.html");
+    assert_eq!(whole.window_note(path), None);
+    let note = short.window_note(path).expect("a note");
+    assert!(
+        note.contains("t.html shows the last 10 of the run's 34 steps (steps 25-34)"),
+        "{note}"
+    );
+}
+
+#[test]
 fn the_page_is_one_file_with_its_data_inline() {
     let (value, _, html) = recorded("confirm-lost", sim::timeline::STEPS_MAX);
     let start = html

@@ -138,6 +138,22 @@ impl Recorder {
         self.total
     }
 
+    /// For a run longer than a page: which steps the page at `path`
+    /// shows, and how to see others.
+    pub fn window_note(&self, path: &Path) -> Option<String> {
+        let first = self.kept.front()?.record.step;
+        let last = self.kept.back()?.record.step;
+        (self.total > self.kept.len() as u64).then(|| {
+            format!(
+                "note: {} shows the last {} of the run's {} steps (steps {first}-{last}); \
+                 to see others, cut the run (a smaller steps_max or fewer --steps)",
+                path.display(),
+                self.kept.len(),
+                self.total
+            )
+        })
+    }
+
     /// Links sends to the API steps that took them, and answers to their
     /// clients, by watching the world's calls appear, move and go.
     fn follow_calls(&mut self, world: &World, records: &[&Record]) {
