@@ -337,10 +337,10 @@ def test_crash(driver, sim, workdir):
     no_console_errors_and_no_network(driver, "crash")
 
 
-def big_scenario(path, creates):
+def big_scenario(path, creates, steps_max=10000):
     """A scenario of about 12 steps per create, some faults on the way."""
     with open(path, "w") as out:
-        out.write('name = "timeline-10k"\nseed = 7\nsteps_max = 10000\n\n[config]\n')
+        out.write(f'name = "timeline-big"\nseed = 7\nsteps_max = {steps_max}\n\n[config]\n')
         out.write("apis = 2\npublishers = 2\nworkers = 4\nclients = 4\n")
         for i in range(creates):
             out.write(f'\n[[requests]]\nat = {i * 7}\nkind = "create"\nkey = "intent-{i:05}"\n')
@@ -370,6 +370,33 @@ def test_big(driver, sim, workdir):
     print(f"  page {size} bytes ({size / len(trace):.0f} bytes/step), {len(trace)} steps, first paint {paint:.0f} ms")
 
 
+def test_window(driver, sim, workdir):
+    print("a run longer than a page")
+    scenario = os.path.join(workdir, "window.toml")
+    big_scenario(scenario, 4800, steps_max=60000)
+    page = os.path.join(workdir, "window.html")
+    trace = generate(sim, scenario, page, workdir)
+    limit = 50000
+    check(len(trace) > limit, f"the run took {len(trace)} steps")
+    driver.open(page)
+    rows = driver.js("return window.timeline.rows;")
+    check(rows == limit, f"the page holds the last {limit} steps")
+    check(driver.js("return window.timeline.drawn();") == limit, f"{limit} step marks are drawn")
+    banner = driver.text("#banner")
+    first = trace[-limit]["step"]
+    check(f"took {len(trace)} steps" in banner and f"steps {first}–{trace[-1]['step']}" in banner,
+          f"the page says plainly which window it shows: {banner}")
+    last = trace[-1]["step"]
+    for _ in range(3):
+        position = driver.js("return window.timeline.markPosition(arguments[0]);", last)
+        driver.wheel_at(position["x"], position["y"], -3000)
+        time.sleep(0.2)
+    check(driver.js("return window.timeline.drawn();") < 1000, "zoomed in at the end of the window")
+    detail = click_step(driver, last)
+    check(trace[-1]["action"] in detail, "the last step can be clicked")
+    no_console_errors_and_no_network(driver, "window")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sim", default=os.path.join(ROOT, "target", "release", "sim"))
@@ -387,6 +414,7 @@ def main():
             test_violation(driver, args.sim, workdir)
             test_crash(driver, args.sim, workdir)
             test_big(driver, args.sim, workdir)
+            test_window(driver, args.sim, workdir)
     except Failure as failure:
         print(f"FAILED: {failure}")
         sys.exit(1)
