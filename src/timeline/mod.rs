@@ -24,9 +24,9 @@ use crate::world::{ApiPhase, World};
 /// The most steps one page holds. A longer run's page shows its last
 /// `STEPS_MAX` steps (those before the end, and before the violation if
 /// one fired) and says so. A step costs about 150 bytes of page: in
-/// headless Chromium a page of 10^4 steps (1.5 MB) paints in about 0.3 s,
-/// one of 10^5 (16 MB) in 1.6 s, half of it parsing the HTML; a million
-/// steps would be 150 MB.
+/// headless Chromium a page of 10^4 steps (1.5 MB) paints in 0.2-0.4 s,
+/// one of 5 * 10^4 (8 MB) in about 0.8 s, and one of 10^5 (16 MB) took
+/// 1.6 s, half of it parsing the HTML; a million steps would be 150 MB.
 pub const STEPS_MAX: usize = 50_000;
 
 /// One step as the page shows it: its record, its lane, and the state it
@@ -45,8 +45,9 @@ struct OpenCall {
     arrived: bool,
 }
 
-/// Watches a run, step by step, for its page. Memory is bounded: only the
-/// last `STEPS_MAX` steps are kept.
+/// Watches a run, step by step, for its page. Only the last `STEPS_MAX`
+/// steps are kept, with their hand-offs; beyond them it keeps a topic per
+/// message and a token per effect, a few bytes each.
 pub struct Recorder {
     /// The most steps kept: `STEPS_MAX` unless a test asks for fewer.
     limit: usize,
@@ -62,9 +63,9 @@ pub struct Recorder {
     lanes: Option<Lanes>,
     /// Hand-offs the trace alone does not name: a client's send to the
     /// API step that took the call (step, step).
-    sends: Vec<(u64, u64)>,
+    sends: VecDeque<(u64, u64)>,
     /// An API's answer and the client it went to (step, client index).
-    answers: Vec<(u64, u16)>,
+    answers: VecDeque<(u64, u16)>,
 }
 
 impl Default for Recorder {
@@ -89,8 +90,8 @@ impl Recorder {
             tokens: BTreeSet::new(),
             calls: BTreeMap::new(),
             lanes: None,
-            sends: Vec::new(),
-            answers: Vec::new(),
+            sends: VecDeque::new(),
+            answers: VecDeque::new(),
         }
     }
 
@@ -122,8 +123,16 @@ impl Recorder {
             }
             let state = self.state_of(world, record);
             let lane = self.lane_of(record);
-            if self.kept.len() == self.limit {
-                self.kept.pop_front();
+            if self.kept.len() == self.limit
+                && let Some(gone) = self.kept.pop_front()
+            {
+                let first = gone.record.step + 1;
+                while self.sends.front().is_some_and(|(from, _)| *from < first) {
+                    self.sends.pop_front();
+                }
+                while self.answers.front().is_some_and(|(at, _)| *at < first) {
+                    self.answers.pop_front();
+                }
             }
             self.kept.push_back(Kept {
                 record: record.clone(),
@@ -184,7 +193,7 @@ impl Recorder {
                     open.arrived = true;
                     let api = ActorId::new(ActorKind::Api, call.api);
                     if let Some(step) = records.iter().find(|r| r.actor == api) {
-                        self.sends.push((open.send_step, step.step));
+                        self.sends.push_back((open.send_step, step.step));
                     }
                 }
                 Some(_) => {}
@@ -200,10 +209,10 @@ impl Recorder {
                 continue;
             };
             if !open.arrived {
-                self.sends.push((open.send_step, step.step));
+                self.sends.push_back((open.send_step, step.step));
             }
             if step.verb == Verb::Respond {
-                self.answers.push((step.step, open.client));
+                self.answers.push_back((step.step, open.client));
             }
         }
     }
