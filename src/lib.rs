@@ -18,5 +18,6 @@ pub mod scenario;
 pub mod simulate;
 pub mod stopwatch;
 pub mod task;
+pub mod timeline;
 pub mod trace;
 pub mod world;

@@ -361,15 +361,16 @@ impl Graph {
 #[test]
 fn the_reader_sees_imports_that_a_file_really_has() {
     let graph = Graph::of_src();
-    let worker_steps = &graph.edges["world/actors/worker/steps.rs"];
+    let worker_finish = &graph.edges["world/actors/worker/finish.rs"];
     for expected in [
         "world/mod.rs",
         "world/actors/fence.rs",
+        "world/actors/worker.rs",
         "world/stores/db.rs",
     ] {
         assert!(
-            worker_steps.contains(expected),
-            "{expected}: {worker_steps:?}"
+            worker_finish.contains(expected),
+            "{expected}: {worker_finish:?}"
         );
     }
     assert!(graph.edges["cli/mod.rs"].contains("cli/run.rs"));

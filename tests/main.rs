@@ -12,4 +12,5 @@ mod readme;
 mod retention;
 mod scenarios;
 mod tidy;
+mod timeline;
 mod transition;

@@ -30,6 +30,9 @@ pub struct RunOptions {
     /// Leave the step-by-step story out; print only the summary
     #[arg(long)]
     pub quiet: bool,
+    /// Write the run as a self-contained HTML timeline to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 fn open_output(path: &Path) -> Result<std::fs::File, InputError> {
@@ -69,6 +72,16 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             }
         }
     }
+    if let Some(path) = &options.html
+        && let Err(error) = crate::timeline::check_writable(path)
+    {
+        crate::errln!("{error}");
+        return EXIT_INPUT;
+    }
+    let mut timeline = options
+        .html
+        .as_ref()
+        .map(|_| crate::timeline::Recorder::new());
     let story = !options.quiet;
     let colour = !dump_to_stdout && std::io::stdout().is_terminal();
     let mut out: Box<dyn Write> = if dump_to_stdout {
@@ -77,6 +90,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         Box::new(Guarded::new("standard output", std::io::stdout().lock()))
     };
     let mut finished = execute(&scenario, world, |world, added| {
+        if let Some(timeline) = timeline.as_mut() {
+            timeline.observe(world, added);
+        }
         if !story {
             return;
         }
@@ -111,8 +127,31 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         && let Err(error) = std::fs::write(path, text)
     {
         crate::output::remove_partial(path);
+        if let Some(html) = &options.html {
+            crate::output::remove_partial(html);
+        }
         crate::errln!("{}", cannot_write(path, &error));
         return EXIT_INPUT;
+    }
+    if let (Some(path), Some(timeline)) = (&options.html, &timeline) {
+        let info = crate::timeline::PageInfo {
+            title: &scenario.name,
+            description: &scenario.description,
+            command: &reproduce_command(&scenario),
+        };
+        if let Err(error) = crate::timeline::write_timeline(
+            path,
+            &finished.world,
+            &finished.outcome,
+            timeline,
+            &info,
+        ) {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
+        }
+        if let Some(note) = timeline.window_note(path) {
+            crate::errln!("{note}");
+        }
     }
     let name = match &scenario.path {
         Some(path) => format!("{} ({path})", scenario.name),

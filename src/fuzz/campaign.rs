@@ -129,10 +129,16 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     // reproduce the failure. Under a mutant most seeds fail, but a
     // violation ends its run early, so the second run is short.
     let log_requests = failed && options.write_repro;
+    // The logging run also watches for the reproducer's timeline page.
+    let mut timeline = log_requests.then(crate::timeline::Recorder::new);
     let again = (options.check_determinism || log_requests).then(|| {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
-        let _ = simulate(&mut again, options.steps, |_, _| {});
+        let _ = simulate(&mut again, options.steps, |world, added| {
+            if let Some(timeline) = timeline.as_mut() {
+                timeline.observe(world, added);
+            }
+        });
         again
     });
     let same = again
@@ -157,6 +163,21 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
             if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
             {
                 result.repro = Some(path);
+            }
+            if let Some(timeline) = &timeline {
+                let info = crate::timeline::PageInfo {
+                    title: &repro.name,
+                    description: &repro.description,
+                    command: &command,
+                };
+                let page = options.out.join(format!("repro-{seed}.html"));
+                let _ = crate::timeline::write_timeline(
+                    &page,
+                    &logged,
+                    &result.outcome,
+                    timeline,
+                    &info,
+                );
             }
         }
     }

@@ -506,7 +506,8 @@ pub struct Db {
     pub inbox: IdTable<OutboxId, InboxRow>,
     pub quota_remaining: u64,
     pub quota_total: u64,
-    pub manual_review: Vec<ReviewItem>,
+    /// Added to through `review` only, which keeps `review_index` in step.
+    pub(crate) manual_review: Vec<ReviewItem>,
     /// The review list's items as (task, reason, subject), so adding one
     /// and asking about a task cost a lookup, not a walk over the list.
     review_index: BTreeSet<(Option<TaskId>, ReviewReason, String)>,
