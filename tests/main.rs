@@ -6,6 +6,7 @@ mod determinism;
 mod fuzz;
 mod input_errors;
 mod invariants;
+mod limits;
 mod mutants;
 mod readme;
 mod retention;

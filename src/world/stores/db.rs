@@ -414,6 +414,9 @@ pub struct TaskRow {
     pub lease: Option<Lease>,
     pub outbox_rows: Vec<OutboxId>,
     pub redrives: u32,
+    /// Re-drives of the task's dead-lettered events, within `redrive_max`
+    /// as its work's are.
+    pub event_redrives: u32,
     /// The transform's artifact (SHA-256, size), computed once.
     pub artifact: Option<(Sha, u64)>,
     /// Compacted: retention expired; only what invariants still need is kept.
