@@ -4,6 +4,8 @@
 
 use sim::run::{execute, world_for};
 
+use crate::common::{planted_violation, scratch, sim, text};
+
 /// One create under a projector that never acks in time (each step up to
 /// an hour, one delivery allowed): its events were dead-lettered and
 /// re-driven for ever, 17,167 re-drives in 10^4 steps, and with
@@ -56,4 +58,94 @@ fn dead_lettered_events_are_re_driven_within_redrive_max_and_the_run_ends() {
             .any(|item| item.reason.as_str() == "DEAD_LETTERED")
     );
     assert!(matches!(finished.exit, 0 | 3), "exit {}", finished.exit);
+}
+
+/// Flags that wrapped around, allocated without bound or started a thread
+/// per job are refused with exit 2, naming the flag and its range, and
+/// nothing on standard output.
+#[test]
+fn command_line_numbers_out_of_range_are_refused() {
+    let max = u64::MAX.to_string();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        // Seed + runs past 2^64 printed `runs 0` and exited 0.
+        (vec!["fuzz", "--seed", &max, "--runs", "2"], "--runs"),
+        // The seed list of 10^10 seeds aborted allocating.
+        (vec!["fuzz", "--runs", "10000000000"], "--runs"),
+        (vec!["fuzz", "--runs", "0"], "--runs"),
+        // A thread per job, a million of them.
+        (vec!["fuzz", "--jobs", "1000000"], "--jobs"),
+        // Scenario files cap steps at 10^12; the flag did not.
+        (vec!["fuzz", "--steps", &max], "--steps"),
+        (
+            vec!["mutants", "--score", "--seed", &max, "--runs", "2"],
+            "--runs",
+        ),
+        (
+            vec!["mutants", "--score", "--runs", "10000000000"],
+            "--runs",
+        ),
+        (vec!["mutants", "--score", "--steps", &max], "--steps"),
+        (vec!["mutants", "--score", "--jobs", "1000000"], "--jobs"),
+        (vec!["bench", "--repeat", "1000000000000"], "--repeat"),
+    ];
+    for (args, flag) in cases {
+        let output = sim(&args);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "{args:?}: {}",
+            text(&output.stdout)
+        );
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+}
+
+/// More jobs than seeds start one thread per seed, and say so.
+#[test]
+fn jobs_beyond_the_seeds_are_clamped_and_said() {
+    let output = sim(&["fuzz", "--seed", "3", "--steps", "200", "--jobs", "64"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("--jobs 64 clamped to 1"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+/// `--out` that cannot hold reproducers is refused before the campaign
+/// runs; it used to run, find the failure, skip the reproducer without a
+/// word and still print `reproduce: sim run <that path>`.
+#[test]
+fn an_out_that_cannot_hold_reproducers_is_refused_before_the_campaign() {
+    let dir = scratch("out-file");
+    let file = dir.join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let output = sim(&planted_violation(&file));
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    assert!(
+        stderr.contains("--out") && stderr.contains("not a directory"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}
+
+/// A reproducer that cannot be written later (here its path is taken by a
+/// directory) is said loudly, and the exit code is 2, not the violation's 1.
+#[test]
+fn a_reproducer_that_cannot_be_written_is_reported_with_exit_2() {
+    let dir = scratch("out-blocked");
+    std::fs::create_dir_all(dir.join("repro-1.toml")).unwrap();
+    let output = sim(&planted_violation(&dir));
+    let stderr = text(&output.stderr);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("cannot write reproducer") && stderr.contains("repro-1.toml"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("REPRODUCER NOT WRITTEN"), "{stdout}");
+    assert!(!stdout.contains("reproducer written"), "{stdout}");
 }

@@ -22,14 +22,14 @@ pub struct FuzzOptions {
     /// First seed
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Steps of each run's fault phase
-    #[arg(long, default_value_t = 10_000)]
+    /// Steps of each run's fault phase (1 to 10^12)
+    #[arg(long, default_value_t = 10_000, value_parser = crate::cli::limits::steps())]
     pub steps: u64,
-    /// Seeds to run: seed .. seed + runs - 1
-    #[arg(long, default_value_t = 1)]
+    /// Seeds to run: seed .. seed + runs - 1 (at most 10^6 in one process; see --shard)
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::limits::runs())]
     pub runs: u64,
-    /// Threads; each simulation stays single-threaded and results are identical to --jobs 1
-    #[arg(long, default_value_t = 1)]
+    /// Threads (1 to 1024, at most one per seed); each simulation stays single-threaded and results are identical to --jobs 1
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::limits::jobs())]
     pub jobs: usize,
     /// Switch off one protocol guard (see `sim mutants`)
     #[arg(long, value_parser = crate::cli::parse_mutant)]
@@ -279,18 +279,33 @@ impl Summary {
     }
 }
 
-/// The seeds a shard `index/count` runs out of `first..first + runs`.
+/// The seeds a shard `index/count` runs out of `first..first + runs`
+/// (which `limits::seed_range` has checked fits in a u64).
 pub fn shard_seeds(first: u64, runs: u64, shard: Option<(u64, u64)>) -> Vec<u64> {
-    (first..first + runs)
-        .filter(|seed| shard.is_none_or(|(index, count)| (seed - first) % count == index))
+    let (index, count) = shard.unwrap_or((0, 1));
+    (index..runs)
+        .step_by(usize::try_from(count).unwrap_or(usize::MAX))
+        .map(|offset| first + offset)
         .collect()
 }
 
 pub fn fuzz_command(options: &FuzzOptions) -> u8 {
+    let checked = crate::cli::limits::seed_range(options.seed, options.runs, options.shard)
+        .and_then(|seeds| {
+            let out = crate::fuzz::campaign::out_dir(options.out.as_deref());
+            crate::cli::limits::check_out_dir(&out).map(|()| seeds)
+        });
+    let jobs = match checked {
+        Ok(seeds) => crate::cli::limits::jobs_for(options.jobs, seeds, options.quiet),
+        Err(error) => {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
+        }
+    };
     let seeds = shard_seeds(options.seed, options.runs, options.shard);
     let campaign = CampaignOptions {
         steps: options.steps,
-        jobs: options.jobs,
+        jobs,
         mutant: options.mutant,
         check_determinism: options.check_determinism,
         out: crate::fuzz::campaign::out_dir(options.out.as_deref()),
@@ -340,12 +355,21 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     for result in &results {
         summary.add_seed(result);
     }
+    // A reproducer that could not be written is said on standard error
+    // too, and the exit code is 2: the report's `reproduce:` line names a
+    // file that is not there.
+    let unwritten = crate::cli::limits::report_unwritten(&results);
+    let exit = if unwritten {
+        EXIT_INPUT
+    } else {
+        summary.exit_code()
+    };
     if options.json {
         crate::outln!(
             "{}",
             serde_json::to_string_pretty(&summary).expect("a summary serializes")
         );
-        return summary.exit_code();
+        return exit;
     }
     // A lone seed's draw is shown once: with its report when it failed.
     if results.len() == 1 && results[0].report.is_none() {
@@ -359,13 +383,16 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
             if let Some(path) = &result.repro {
                 crate::outln!("  reproducer written: {}", path.display());
             }
+            if let Some(error) = &result.repro_error {
+                crate::outln!("  REPRODUCER NOT WRITTEN: {error}");
+            }
         }
         if let Some(difference) = &result.nondeterminism {
             crate::outln!("\nNONDETERMINISM {difference}");
         }
     }
     crate::out!("{}", summary.text());
-    summary.exit_code()
+    exit
 }
 
 /// `sim fuzz merge FILES…`: one report from shards' `--json` summaries.

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod fuzz;
+pub mod limits;
 pub mod run;
 pub mod score;
 pub mod transition;
