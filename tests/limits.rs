@@ -36,9 +36,7 @@ fn dead_lettered_events_are_re_driven_within_redrive_max_and_the_run_ends() {
         "the run ends by itself: {} steps",
         world.steps
     );
-    let redrives = world
-        .db
-        .task(world.db.tasks.first().expect("one task").id);
+    let redrives = world.db.task(world.db.tasks.first().expect("one task").id);
     assert!(
         u64::from(redrives.event_redrives) <= scenario.config.redrive_max,
         "{} event re-drives",

@@ -8,6 +8,7 @@ mod input_errors;
 mod invariants;
 mod limits;
 mod mutants;
+mod outputs;
 mod readme;
 mod retention;
 mod scenarios;

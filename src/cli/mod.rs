@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod fuzz;
 pub mod limits;
+pub mod outputs;
 pub mod run;
 pub mod score;
 pub mod transition;

@@ -32,10 +32,6 @@ pub struct RunOptions {
     pub quiet: bool,
 }
 
-fn open_output(path: &Path) -> Result<std::fs::File, InputError> {
-    std::fs::File::create(path).map_err(|error| cannot_write(path, &error))
-}
-
 fn cannot_write(path: &Path, error: &std::io::Error) -> InputError {
     InputError::new(format!("cannot write: {error}")).in_file(path)
 }
@@ -55,17 +51,29 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if options.mutant.is_some() {
         scenario.mutant = options.mutant;
     }
-    crate::scenario::write::warn_on_version_mismatch(&scenario);
     let dump_to_stdout = options.dump.as_deref() == Some(Path::new("-"));
-    let mut world = world_for(&scenario);
-    if let Some(path) = &options.trace {
-        match open_output(path) {
-            Ok(file) => world.trace.lines = Some(TraceFile::new(path, file)),
-            Err(error) => {
-                crate::errln!("{error}");
-                return EXIT_INPUT;
-            }
+    // Every output is checked and opened before the run, so a bad one is
+    // exit 2 before the story, with nothing else written.
+    let mut wanted: Vec<(&str, &Path)> = Vec::new();
+    if let Some(path) = options.dump.as_deref().filter(|_| !dump_to_stdout) {
+        wanted.push(("--dump", path));
+    }
+    if let Some(path) = options.trace.as_deref() {
+        wanted.push(("--trace", path));
+    }
+    let mut opened = match crate::cli::outputs::open_all(&wanted, &[file]) {
+        Ok(opened) => opened,
+        Err(error) => {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
         }
+    };
+    let trace_file = options.trace.as_ref().and_then(|_| opened.pop());
+    let dump_file = opened.pop();
+    crate::scenario::write::warn_on_version_mismatch(&scenario);
+    let mut world = world_for(&scenario);
+    if let Some(output) = trace_file {
+        world.trace.lines = Some(TraceFile::new(&output.path, output.file));
     }
     let story = !options.quiet;
     let colour = !dump_to_stdout && std::io::stdout().is_terminal();
@@ -102,11 +110,14 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         .as_ref()
         .map(|_| serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n");
     // Likewise the dump file: written whole before the summary, or not at all.
-    if let (Some(path), Some(text), false) = (&options.dump, &dump_text, dump_to_stdout)
-        && let Err(error) = std::fs::write(path, text)
+    if let (Some(mut output), Some(text)) = (dump_file, &dump_text)
+        && let Err(error) = output
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| output.file.flush())
     {
-        crate::output::remove_partial(path);
-        crate::errln!("{}", cannot_write(path, &error));
+        crate::output::remove_partial(&output.path);
+        crate::errln!("{}", cannot_write(&output.path, &error));
         return EXIT_INPUT;
     }
     let name = match &scenario.path {
