@@ -8,6 +8,7 @@ pub mod error;
 pub mod faults;
 pub mod fuzz;
 pub mod hash;
+pub mod input;
 pub mod invariants;
 pub mod mutants;
 pub mod output;

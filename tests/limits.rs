@@ -147,3 +147,70 @@ fn a_reproducer_that_cannot_be_written_is_reported_with_exit_2() {
     assert!(stdout.contains("REPRODUCER NOT WRITTEN"), "{stdout}");
     assert!(!stdout.contains("reproducer written"), "{stdout}");
 }
+
+/// Runs `sim` with `stdin` fed from `input` and a deadline: a run that
+/// outlives it is killed and the test fails, rather than hanging.
+fn sim_with_deadline(args: &[&str], input: Vec<u8>, seconds: u64) -> std::process::Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = crate::common::sim_command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sim starts");
+    let mut stdin = child.stdin.take().expect("piped");
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed().as_secs() > seconds {
+            let _ = child.kill();
+            panic!("sim {args:?} still running after {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("output");
+    let _ = feeder.join();
+    output
+}
+
+/// One line of 3 GB of zeros made `sim transition` abort (134) allocating
+/// it; a line past 1 MiB is now an error line, and the next line is read.
+#[test]
+fn a_line_past_the_bound_is_an_error_and_the_next_line_is_read() {
+    let mut input = vec![b'0'; 5 << 20];
+    input.extend_from_slice(b"\n\n");
+    let output = sim_with_deadline(&["transition"], input, 60);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    assert!(
+        stdout.contains("longer than 1048576 bytes") && stdout.contains("\"line\":1"),
+        "{stdout}"
+    );
+    let dir = scratch("long-history-line");
+    let history = dir.join("h.jsonl");
+    let mut bytes = vec![b' '; 5 << 20];
+    bytes.extend_from_slice(b"x\n");
+    std::fs::write(&history, bytes).unwrap();
+    let output = sim(&["replay-events", history.to_str().unwrap()]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr.contains(":1") && stderr.contains("longer than"),
+        "{stderr}"
+    );
+}
+
+/// `sim run /dev/zero` read without end; a scenario is now at most 256 MiB.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_endless_scenario_file_is_refused() {
+    let output = sim_with_deadline(&["run", "/dev/zero"], Vec::new(), 120);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("/dev/zero: is longer than"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}

@@ -2,10 +2,11 @@
 //! replay as command-line tools over JSON lines.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read as _, Write};
 use std::path::Path;
 
 use crate::error::{EXIT_INPUT, EXIT_OK, EXIT_VIOLATION};
+use crate::input::{HISTORY_BYTES_MAX, LINE_BYTES_MAX, Line, read_line};
 use crate::task::json::{parse_event_line, parse_transition_line, write_result, write_state};
 use crate::task::replay::replay;
 use crate::task::{Policy, TaskEvent, Text, transition};
@@ -115,11 +116,16 @@ fn transition_lines(mut input: impl BufRead, mut output: impl Write) -> Result<L
     let mut line_number = 0usize;
     let mut erred = false;
     loop {
-        raw.clear();
-        if input.read_until(b'\n', &mut raw).map_err(Failure::Read)? == 0 {
+        let read = read_line(&mut input, &mut raw, LINE_BYTES_MAX).map_err(Failure::Read)?;
+        if read == Line::End {
             break;
         }
         line_number += 1;
+        if read == Line::TooLong {
+            erred = true;
+            push_error_line(&mut text, &too_long(), line_number);
+            continue;
+        }
         let bytes = physical_line(&raw, line_number);
         match std::str::from_utf8(bytes) {
             Err(error) => {
@@ -166,6 +172,10 @@ fn physical_line(raw: &[u8], line_number: usize) -> &[u8] {
     }
 }
 
+fn too_long() -> String {
+    format!("line is longer than {LINE_BYTES_MAX} bytes; expected one JSON object per line")
+}
+
 fn push_error_line(text: &mut String, message: &str, line_number: usize) {
     let value = serde_json::json!({ "error": message, "line": line_number });
     text.push_str(&value.to_string());
@@ -187,18 +197,33 @@ fn read_events(path: &Path) -> Result<(Text, Vec<TaskEvent>), BadInput> {
         line: None,
         message,
     };
-    let mut input = open_input(path).map_err(whole)?;
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut input, &mut bytes).map_err(|error| whole(error.to_string()))?;
+    let file = open_input(path).map_err(whole)?;
+    // One byte past the bound tells a history that is too long.
+    let mut input = BufReader::with_capacity(BUFFER_BYTES, file.take(HISTORY_BYTES_MAX + 1));
+    let mut raw = Vec::new();
     let mut events: Vec<TaskEvent> = Vec::new();
     let mut first_line = 0usize;
-    for (index, raw) in bytes.split(|byte| *byte == b'\n').enumerate() {
-        let line_number = index + 1;
+    let mut line_number = 0usize;
+    loop {
+        let read = read_line(&mut input, &mut raw, LINE_BYTES_MAX)
+            .map_err(|error| whole(format!("cannot read: {error}")))?;
+        if input.get_ref().limit() == 0 {
+            return Err(whole(format!(
+                "is longer than {HISTORY_BYTES_MAX} bytes, the most sim reads as one task's history"
+            )));
+        }
+        if read == Line::End {
+            break;
+        }
+        line_number += 1;
         let at = |message: String| BadInput {
             line: Some(line_number),
             message,
         };
-        let line = std::str::from_utf8(physical_line(raw, line_number)).map_err(|error| {
+        if read == Line::TooLong {
+            return Err(at(too_long()));
+        }
+        let line = std::str::from_utf8(physical_line(&raw, line_number)).map_err(|error| {
             at(format!(
                 "invalid UTF-8 at byte {}, expected a JSON event",
                 error.valid_up_to() + 1
