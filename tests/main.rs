@@ -10,6 +10,7 @@ mod limits;
 mod mutants;
 mod outputs;
 mod readme;
+mod replay_events;
 mod retention;
 mod scenarios;
 mod tidy;

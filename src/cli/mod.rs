@@ -7,6 +7,7 @@ pub mod bench;
 pub mod fuzz;
 pub mod limits;
 pub mod outputs;
+pub mod replay_events;
 pub mod run;
 pub mod score;
 pub mod transition;
@@ -94,6 +95,9 @@ pub enum Command {
     ReplayEvents {
         /// JSON-lines file of events, one task
         file: PathBuf,
+        /// The task the history belongs to (default: the task of the first event)
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
         /// Cancellation policy the history was written under
         #[arg(long, default_value = "completion-wins", value_parser = parse_policy)]
         policy: Policy,
@@ -211,8 +215,8 @@ fn dispatch(command: Command) -> u8 {
             EXIT_OK
         }
         Command::Transition { file } => crate::cli::transition::run_transition(file.as_deref()),
-        Command::ReplayEvents { file, policy } => {
-            crate::cli::transition::run_replay_events(&file, policy)
+        Command::ReplayEvents { file, policy, task } => {
+            crate::cli::replay_events::run_replay_events(&file, policy, task.as_deref())
         }
     }
 }
