@@ -13,6 +13,10 @@ pub const SCENARIO_BYTES_MAX: u64 = 256 << 20;
 /// task state with its event is a few hundred bytes.
 pub const LINE_BYTES_MAX: usize = 1 << 20;
 
+/// The longest `sim fuzz --json` summary `sim fuzz merge` reads: one is a
+/// few KB, its failures a few dozen bytes each.
+pub const SUMMARY_BYTES_MAX: u64 = 64 << 20;
+
 /// The longest event history `sim replay-events` reads: one task's.
 pub const HISTORY_BYTES_MAX: u64 = 64 << 20;
 

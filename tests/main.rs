@@ -7,6 +7,7 @@ mod fuzz;
 mod input_errors;
 mod invariants;
 mod limits;
+mod merge;
 mod mutants;
 mod outputs;
 mod readme;

@@ -53,6 +53,7 @@ pub struct FuzzOptions {
 
 /// A seed that failed, for the summary.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Failure {
     pub seed: u64,
     /// The invariant that fired, or `converges`.
@@ -63,7 +64,7 @@ pub struct Failure {
 /// Everything a campaign (or several shards of one) adds up to. Maps are
 /// keyed by stable names, so shards' JSON merges by adding.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Summary {
     pub runs: u64,
     pub steps: u64,
@@ -397,16 +398,14 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
 
 /// `sim fuzz merge FILES…`: one report from shards' `--json` summaries.
 pub fn merge_command(files: &[PathBuf], json: bool) -> u8 {
-    let mut total = Summary::default();
-    for file in files {
-        match read_summary(file) {
-            Ok(summary) => total.merge(&summary),
-            Err(error) => {
-                crate::errln!("{error}");
-                return EXIT_INPUT;
-            }
+    // Checked field by field, sums and overlaps included (`cli/merge.rs`).
+    let total = match crate::cli::merge::merge_files(files, read_summary) {
+        Ok(total) => total,
+        Err(error) => {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
         }
-    }
+    };
     if json {
         crate::outln!(
             "{}",
@@ -419,8 +418,10 @@ pub fn merge_command(files: &[PathBuf], json: bool) -> u8 {
 }
 
 fn read_summary(path: &Path) -> Result<Summary, InputError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| InputError::new(format!("cannot read: {error}")).in_file(path))?;
+    let bytes = crate::input::read_file(path, crate::input::SUMMARY_BYTES_MAX)
+        .map_err(|message| InputError::new(message).in_file(path))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| InputError::new("is not valid UTF-8; expected JSON").in_file(path))?;
     serde_json::from_str(&text).map_err(|error| {
         InputError::new(format!("expected a `sim fuzz --json` summary: {error}"))
             .in_file(path)

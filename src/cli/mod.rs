@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod fuzz;
 pub mod limits;
+pub mod merge;
 pub mod outputs;
 pub mod replay_events;
 pub mod run;
