@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod determinism;
+mod escaping;
 mod fuzz;
 mod input_errors;
 mod invariants;

@@ -380,12 +380,14 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         if let Some(report) = &result.report {
             crate::outln!("\nseed {}:", result.seed);
             crate::out!("{}", result.draw.describe());
-            crate::out!("{report}");
+            // Reports name the --out directory, which came from the user.
+            crate::out!("{}", crate::output::escape_lines(report));
             if let Some(path) = &result.repro {
-                crate::outln!("  reproducer written: {}", path.display());
+                let path = path.display().to_string();
+                crate::outln!("  reproducer written: {}", crate::output::escape(&path));
             }
             if let Some(error) = &result.repro_error {
-                crate::outln!("  REPRODUCER NOT WRITTEN: {error}");
+                crate::outln!("  REPRODUCER NOT WRITTEN: {}", crate::output::escape(error));
             }
         }
         if let Some(difference) = &result.nondeterminism {

@@ -134,7 +134,10 @@ pub fn report_unwritten(results: &[crate::fuzz::campaign::SeedResult]) -> bool {
         .iter()
         .filter_map(|result| result.repro_error.as_ref())
     {
-        crate::errln!("error: cannot write reproducer {error}");
+        crate::errln!(
+            "error: cannot write reproducer {}",
+            crate::output::escape(error)
+        );
         any = true;
     }
     any

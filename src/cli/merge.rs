@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::error::InputError;
 use crate::faults::{Site, catalogue};
 use crate::task::{EventType, Status};
+use crate::world::stores::db::ReviewReason;
 
 use super::fuzz::Summary;
 
@@ -169,7 +170,7 @@ pub fn validate(summary: &Summary, path: &Path) -> Result<Vec<Seeds>, InputError
         .into_iter()
         .map(|(site, kind)| format!("{}/{}", site.as_str(), kind.as_str()))
         .collect();
-    let known: [(&str, KnownKey<'_>, &Counts); 4] = [
+    let known: [(&str, KnownKey<'_>, &Counts); 5] = [
         (
             "faults",
             &|key| faults.iter().any(|known| known == key),
@@ -189,6 +190,16 @@ pub fn validate(summary: &Summary, path: &Path) -> Result<Vec<Seeds>, InputError
             "races",
             &|key| crate::report::RACES.contains(&key),
             &summary.races,
+        ),
+        // Printed as they are by the report's `manual review` line.
+        (
+            "review",
+            &|key| {
+                ReviewReason::ALL
+                    .iter()
+                    .any(|reason| reason.as_str() == key)
+            },
+            &summary.review,
         ),
     ];
     for (field, is_known, map) in known {

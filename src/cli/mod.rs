@@ -143,10 +143,17 @@ fn parse_policy(text: &str) -> Result<Policy, String> {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // A usage error echoes the value given, which may carry escape
+        // sequences: it is shown as plain text, escaped (help is printed
+        // as clap styles it).
+        Err(error) if error.use_stderr() => {
+            let text = error.render().to_string();
+            crate::errln!("{}", crate::output::escape_lines(text.trim_end()));
+            return ExitCode::from(EXIT_INPUT);
+        }
         Err(error) => {
-            let code = if error.use_stderr() { EXIT_INPUT } else { 0 };
             let _ = error.print();
-            return ExitCode::from(code);
+            return ExitCode::from(0);
         }
     };
     ExitCode::from(dispatch(cli.command))
@@ -175,7 +182,7 @@ fn dispatch(command: Command) -> u8 {
             Ok(scenario) => {
                 crate::outln!(
                     "{}: ok ({} requests, {} faults{})",
-                    file.display(),
+                    crate::output::escape(&file.display().to_string()),
                     scenario.requests.len(),
                     scenario.faults.len(),
                     scenario

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{EXIT_INPUT, EXIT_OK, InputError};
 use crate::mutants::Mutant;
-use crate::output::Guarded;
+use crate::output::{Guarded, escape, escape_lines};
 use crate::report::{summary, violation_report};
 use crate::run::{execute, reproduce_command, world_for};
 use crate::trace::TraceFile;
@@ -127,20 +127,16 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if story {
         let _ = writeln!(out);
     }
-    let _ = write!(
-        out,
-        "{}",
-        summary(&finished.world, &name, &finished.outcome)
-    );
+    // The name, the path and the expectations came from the input: shown
+    // escaped, so a scenario cannot drive the terminal.
+    let text = summary(&finished.world, &name, &finished.outcome);
+    let _ = write!(out, "{}", escape_lines(&text));
     if let Some(violation) = &finished.outcome.violation {
-        let _ = write!(
-            out,
-            "\n{}",
-            violation_report(&finished.world, violation, &reproduce_command(&scenario))
-        );
+        let report = violation_report(&finished.world, violation, &reproduce_command(&scenario));
+        let _ = write!(out, "\n{}", escape_lines(&report));
     }
     for unmet in &finished.unmet {
-        let _ = writeln!(out, "EXPECTATION FAILED: {unmet}");
+        let _ = writeln!(out, "EXPECTATION FAILED: {}", escape(unmet));
     }
     if let Some(expected) = &scenario.expect.violation
         && finished.exit == EXIT_OK

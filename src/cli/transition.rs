@@ -28,7 +28,8 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
         Some(path) => match open_input(path) {
             Ok(input) => transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output),
             Err(message) => {
-                crate::errln!("error: {}: {message}", path.display());
+                let path = path.display().to_string();
+                crate::errln!("error: {}: {message}", crate::output::escape(&path));
                 return EXIT_INPUT;
             }
         },
@@ -38,6 +39,7 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
         }
     };
     let name = file.map_or_else(|| "<stdin>".to_string(), |path| path.display().to_string());
+    let name = crate::output::escape(&name);
     match outcome {
         Ok(Lines { erred: false }) => EXIT_OK,
         Ok(Lines { erred: true }) => EXIT_INPUT,
@@ -143,6 +145,9 @@ pub(super) fn too_long() -> String {
 }
 
 fn push_error_line(text: &mut String, message: &str, line_number: usize) {
+    // The message may echo input; JSON escapes C0 controls but not C1 or
+    // U+2028, so it is escaped first.
+    let message = crate::output::escape(message);
     let value = serde_json::json!({ "error": message, "line": line_number });
     text.push_str(&value.to_string());
     text.push('\n');

@@ -162,13 +162,17 @@ pub fn warn_on_version_mismatch(scenario: &Scenario) {
     if let Some(version) = &scenario.sim_version
         && version != SIM_VERSION
     {
-        crate::errln!("warning: written by sim {version}, running sim {SIM_VERSION}");
+        crate::errln!(
+            "warning: written by sim {}, running sim {SIM_VERSION}",
+            crate::output::escape(version)
+        );
     }
     if let Some(recorded) = &scenario.config_sha256 {
         let actual = config_sha256(&scenario.config);
         if *recorded != actual {
             crate::errln!(
-                "warning: config_sha256 {recorded} does not match the effective config ({actual})"
+                "warning: config_sha256 {} does not match the effective config ({actual})",
+                crate::output::escape(recorded)
             );
         }
     }
