@@ -11,6 +11,7 @@ mod limits;
 mod merge;
 mod mutants;
 mod outputs;
+mod parser_campaign;
 mod readme;
 mod replay_events;
 mod retention;
