@@ -363,7 +363,7 @@ impl TraceFile {
         let message = crate::error::InputError::new(format!("cannot write the trace: {error}"))
             .in_file(&self.path);
         crate::errln!("{message}");
-        std::process::exit(i32::from(crate::error::EXIT_INPUT));
+        crate::output::exit_input();
     }
 
     fn write(&mut self, bytes: &[u8]) {

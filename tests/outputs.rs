@@ -120,3 +120,25 @@ fn an_existing_output_is_kept_when_the_run_is_refused() {
         "{written}"
     );
 }
+
+/// A write that fails during the run (here standard output, a full disk)
+/// is exit 2, and the outputs this run created are removed with it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_write_failing_during_the_run_removes_the_outputs_it_created() {
+    let dir = scratch("outputs-late");
+    let trace = dir.join("t.jsonl");
+    let output = crate::common::sim_command(&[
+        "run",
+        "scenarios/happy-path.toml",
+        "--trace",
+        trace.to_str().unwrap(),
+    ])
+    .stdout(std::fs::File::create("/dev/full").unwrap())
+    .output()
+    .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("standard output"), "{stderr}");
+    assert!(!trace.exists(), "the trace was left behind");
+}

@@ -54,6 +54,10 @@ pub fn open_all(outputs: &[(&str, &Path)], inputs: &[&Path]) -> Result<Vec<Outpu
             return Err(InputError::new(format!("cannot write: {error}")).in_file(&output.path));
         }
     }
+    // From here a failed write anywhere (exit 2) removes them again.
+    for output in opened.iter().filter(|output| output.created) {
+        crate::output::created(&output.path);
+    }
     Ok(opened)
 }
 

@@ -117,6 +117,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             .and_then(|()| output.file.flush())
     {
         crate::output::remove_partial(&output.path);
+        crate::output::remove_created();
         crate::errln!("{}", cannot_write(&output.path, &error));
         return EXIT_INPUT;
     }
