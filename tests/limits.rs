@@ -214,3 +214,24 @@ fn an_endless_scenario_file_is_refused() {
     assert!(stderr.contains("/dev/zero: is longer than"), "{stderr}");
     assert!(output.stdout.is_empty());
 }
+
+/// A fuzz world keeps every finished task's row, so a run of 10^12 steps
+/// grew until memory ran out. Past the bound on tasks (here lowered to
+/// 100 for the test) the run stops and does not converge, saying why.
+#[test]
+fn a_world_that_outgrows_its_bound_on_tasks_stops_and_says_why() {
+    let outcome = sim::simulate::with_tasks_max(100, || {
+        let (_, mut world, _) = sim::fuzz::campaign::fuzz_world(2, 1_000_000, None);
+        let outcome = sim::simulate::simulate(&mut world, 1_000_000, |_, _| {});
+        assert!(world.steps < 20_000, "{} steps", world.steps);
+        outcome
+    });
+    assert!(outcome.violation.is_none(), "{outcome:?}");
+    assert!(
+        outcome
+            .not_converged
+            .iter()
+            .any(|reason| reason.contains("more than sim keeps (100)")),
+        "{outcome:?}"
+    );
+}
