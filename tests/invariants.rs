@@ -127,6 +127,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         lease: None,
         outbox_rows: Vec::new(),
         redrives: 0,
+        event_redrives: 0,
         artifact: None,
         compacted: false,
     };

@@ -1746,7 +1746,7 @@ fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
     assert_eq!(
         run.stdout,
         format!(
-            "{{\"invalid\":{{\"eventId\":\"evt-4\",\"reason\":\"TERMINAL_STATE\",\"sequence\":4}},\"stateBefore\":{state_json}}}\n"
+            "{{\"invalid\":{{\"eventId\":\"evt-4\",\"line\":4,\"reason\":\"TERMINAL_STATE\",\"sequence\":4}},\"stateBefore\":{state_json}}}\n"
         )
     );
 
@@ -1784,7 +1784,7 @@ fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
     let report: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         report["invalid"],
-        json!({"eventId": "evt-2", "reason": "EVENT_ID_PAYLOAD_CONFLICT", "sequence": 2})
+        json!({"eventId": "evt-2", "line": 3, "reason": "EVENT_ID_PAYLOAD_CONFLICT", "sequence": 2})
     );
     assert_eq!(report["stateBefore"]["version"], 2);
 }
@@ -1793,32 +1793,22 @@ fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
 fn sim_replay_events_refuses_a_malformed_file_with_exit_two() {
     let history = lesson_history();
     let bad_line = history_lines(&history[..1]) + "{\"eventId\":\"evt-2\"}\n";
-    let other_task = {
-        let mut event = history[1].clone();
-        event.task_id = text("task-7");
-        history_lines(&history[..1]) + "\n" + &history_lines(&[event])
-    };
     let cases = [
         (
             "bad-line.jsonl",
             bad_line.into_bytes(),
-            ":2: event.taskId: missing, expected a string",
+            ":2:1: event.taskId: missing, expected a string",
         ),
         (
             "not-json.jsonl",
             b"{\"eventId\":\n".to_vec(),
-            ":1: invalid JSON",
-        ),
-        (
-            "two-tasks.jsonl",
-            other_task.into_bytes(),
-            ":3: event.taskId: expected \"task-42\"",
+            ":1:11: invalid JSON",
         ),
         ("empty.jsonl", b"\n  \n".to_vec(), ": no events"),
         (
             "array.jsonl",
             b"[]\n".to_vec(),
-            ":1: event: expected an object, got array",
+            ":1:1: event: expected an object, got array",
         ),
     ];
     for (name, bytes, expected) in cases {

@@ -531,8 +531,8 @@ pub struct BenchOptions {
     /// Print a JSON array, one object per workload
     #[arg(long)]
     pub json: bool,
-    /// Measurements per workload (median and spread are reported)
-    #[arg(long, default_value_t = 9)]
+    /// Measurements per workload (median and spread are reported; 1 to 1000)
+    #[arg(long, default_value_t = 9, value_parser = crate::cli::limits::repeat())]
     pub repeat: usize,
     /// Ten times smaller workloads (a smoke run)
     #[arg(long)]

@@ -6,6 +6,10 @@
 pub mod args;
 pub mod bench;
 pub mod fuzz;
+pub mod limits;
+pub mod merge;
+pub mod outputs;
+pub mod replay_events;
 pub mod run;
 pub mod score;
 pub mod transition;
@@ -93,6 +97,9 @@ pub enum Command {
     ReplayEvents {
         /// JSON-lines file of events, one task
         file: PathBuf,
+        /// The task the history belongs to (default: the task of the first event)
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
         /// Cancellation policy the history was written under
         #[arg(long, default_value = "completion-wins", value_parser = args::parse_policy)]
         policy: Policy,
@@ -115,10 +122,17 @@ pub enum FuzzAction {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // A usage error echoes the value given, which may carry escape
+        // sequences: it is shown as plain text, escaped (help is printed
+        // as clap styles it).
+        Err(error) if error.use_stderr() => {
+            let text = error.render().to_string();
+            crate::errln!("{}", crate::escape::escape_lines(text.trim_end()));
+            return ExitCode::from(EXIT_INPUT);
+        }
         Err(error) => {
-            let code = if error.use_stderr() { EXIT_INPUT } else { 0 };
             let _ = error.print();
-            return ExitCode::from(code);
+            return ExitCode::from(0);
         }
     };
     ExitCode::from(dispatch(cli.command))
@@ -147,7 +161,7 @@ fn dispatch(command: Command) -> u8 {
             Ok(scenario) => {
                 crate::outln!(
                     "{}: ok ({} requests, {} faults{})",
-                    file.display(),
+                    crate::escape::escape(&file.display().to_string()),
                     scenario.requests.len(),
                     scenario.faults.len(),
                     scenario
@@ -188,8 +202,8 @@ fn dispatch(command: Command) -> u8 {
             EXIT_OK
         }
         Command::Transition { file } => crate::cli::transition::run_transition(file.as_deref()),
-        Command::ReplayEvents { file, policy } => {
-            crate::cli::transition::run_replay_events(&file, policy)
+        Command::ReplayEvents { file, policy, task } => {
+            crate::cli::replay_events::run_replay_events(&file, policy, task.as_deref())
         }
     }
 }

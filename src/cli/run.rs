@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{EXIT_INPUT, EXIT_OK, InputError};
+use crate::escape::{escape, escape_lines};
 use crate::mutants::Mutant;
 use crate::output::Guarded;
 use crate::report::{summary, violation_report};
@@ -35,10 +36,6 @@ pub struct RunOptions {
     pub html: Option<PathBuf>,
 }
 
-fn open_output(path: &Path) -> Result<std::fs::File, InputError> {
-    std::fs::File::create(path).map_err(|error| cannot_write(path, &error))
-}
-
 fn cannot_write(path: &Path, error: &std::io::Error) -> InputError {
     InputError::new(format!("cannot write: {error}")).in_file(path)
 }
@@ -58,25 +55,37 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if options.mutant.is_some() {
         scenario.mutant = options.mutant;
     }
+    let dump_to_stdout = options.dump.as_deref() == Some(Path::new("-"));
+    // Every output is checked and opened before the run, so a bad one is
+    // exit 2 before the story, with nothing else written.
+    let mut wanted: Vec<(&str, &Path)> = Vec::new();
+    if let Some(path) = options.dump.as_deref().filter(|_| !dump_to_stdout) {
+        wanted.push(("--dump", path));
+    }
+    if let Some(path) = options.trace.as_deref() {
+        wanted.push(("--trace", path));
+    }
+    if let Some(path) = options.html.as_deref() {
+        wanted.push(("--html", path));
+    }
+    let mut opened = match crate::cli::outputs::open_all(&wanted, &[file]) {
+        Ok(opened) => opened,
+        Err(error) => {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
+        }
+    };
+    // The page is written whole after the run (`write_timeline`); its file
+    // is created here only so that a bad path is refused up front.
+    let _html_file = options.html.as_ref().and_then(|_| opened.pop());
+    let trace_file = options.trace.as_ref().and_then(|_| opened.pop());
+    let dump_file = opened.pop();
     for warning in crate::scenario::write::version_warnings(&scenario) {
         crate::errln!("warning: {warning}");
     }
-    let dump_to_stdout = options.dump.as_deref() == Some(Path::new("-"));
     let mut world = world_for(&scenario);
-    if let Some(path) = &options.trace {
-        match open_output(path) {
-            Ok(file) => world.trace.lines = Some(TraceFile::new(path, file)),
-            Err(error) => {
-                crate::errln!("{error}");
-                return EXIT_INPUT;
-            }
-        }
-    }
-    if let Some(path) = &options.html
-        && let Err(error) = crate::timeline::check_writable(path)
-    {
-        crate::errln!("{error}");
-        return EXIT_INPUT;
+    if let Some(output) = trace_file {
+        world.trace.lines = Some(TraceFile::new(&output.path, output.file));
     }
     let mut timeline = options
         .html
@@ -115,6 +124,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     // The whole trace is on disk before anything is said about the run, so
     // a trace that cannot be written ends sim before the summary.
     if let Err(error) = finished.world.trace.close_lines() {
+        crate::output::remove_created();
         crate::errln!("{error}");
         return EXIT_INPUT;
     }
@@ -123,14 +133,15 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         .as_ref()
         .map(|_| serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n");
     // Likewise the dump file: written whole before the summary, or not at all.
-    if let (Some(path), Some(text), false) = (&options.dump, &dump_text, dump_to_stdout)
-        && let Err(error) = std::fs::write(path, text)
+    if let (Some(mut output), Some(text)) = (dump_file, &dump_text)
+        && let Err(error) = output
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| output.file.flush())
     {
-        crate::output::remove_partial(path);
-        if let Some(html) = &options.html {
-            crate::output::remove_partial(html);
-        }
-        crate::errln!("{}", cannot_write(path, &error));
+        crate::output::remove_partial(&output.path);
+        crate::output::remove_created();
+        crate::errln!("{}", cannot_write(&output.path, &error));
         return EXIT_INPUT;
     }
     if let (Some(path), Some(timeline)) = (&options.html, &timeline) {
@@ -146,6 +157,7 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             timeline,
             &info,
         ) {
+            crate::output::remove_created();
             crate::errln!("{error}");
             return EXIT_INPUT;
         }
@@ -160,20 +172,16 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if story {
         let _ = writeln!(out);
     }
-    let _ = write!(
-        out,
-        "{}",
-        summary(&finished.world, &name, &finished.outcome)
-    );
+    // The name, the path and the expectations came from the input: shown
+    // escaped, so a scenario cannot drive the terminal.
+    let text = summary(&finished.world, &name, &finished.outcome);
+    let _ = write!(out, "{}", escape_lines(&text));
     if let Some(violation) = &finished.outcome.violation {
-        let _ = write!(
-            out,
-            "\n{}",
-            violation_report(&finished.world, violation, &reproduce_command(&scenario))
-        );
+        let report = violation_report(&finished.world, violation, &reproduce_command(&scenario));
+        let _ = write!(out, "\n{}", escape_lines(&report));
     }
     for unmet in &finished.unmet {
-        let _ = writeln!(out, "EXPECTATION FAILED: {unmet}");
+        let _ = writeln!(out, "EXPECTATION FAILED: {}", escape(unmet));
     }
     if let Some(expected) = &scenario.expect.violation
         && finished.exit == EXIT_OK

@@ -52,6 +52,8 @@ pub struct SeedResult {
     /// A determinism failure: the first record where two runs differ.
     pub nondeterminism: Option<String>,
     pub repro: Option<PathBuf>,
+    /// Why the reproducer could not be written (path and error).
+    pub repro_error: Option<String>,
     pub report: Option<String>,
 }
 
@@ -160,9 +162,12 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         if let Some(logged) = again.filter(|_| log_requests && same) {
             let repro = reproducer(&scenario, &logged, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
-            if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
-            {
-                result.repro = Some(path);
+            match std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, text)) {
+                Ok(()) => result.repro = Some(path),
+                Err(error) => {
+                    crate::output::remove_partial(&path);
+                    result.repro_error = Some(format!("{}: {error}", path.display()));
+                }
             }
             if let Some(timeline) = &timeline {
                 let info = crate::timeline::PageInfo {
@@ -206,6 +211,7 @@ fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResu
         outcome,
         nondeterminism: None,
         repro: None,
+        repro_error: None,
         report: None,
     }
 }

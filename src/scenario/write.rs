@@ -164,14 +164,16 @@ pub fn version_warnings(scenario: &Scenario) -> Vec<String> {
         && version != SIM_VERSION
     {
         warnings.push(format!(
-            "written by sim {version}, running sim {SIM_VERSION}"
+            "written by sim {}, running sim {SIM_VERSION}",
+            crate::escape::escape(version)
         ));
     }
     if let Some(recorded) = &scenario.config_sha256 {
         let actual = config_sha256(&scenario.config);
         if *recorded != actual {
             warnings.push(format!(
-                "config_sha256 {recorded} does not match the effective config ({actual})"
+                "config_sha256 {} does not match the effective config ({actual})",
+                crate::escape::escape(recorded)
             ));
         }
     }

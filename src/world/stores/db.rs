@@ -414,6 +414,9 @@ pub struct TaskRow {
     pub lease: Option<Lease>,
     pub outbox_rows: Vec<OutboxId>,
     pub redrives: u32,
+    /// Re-drives of the task's dead-lettered events, within `redrive_max`
+    /// as its work's are.
+    pub event_redrives: u32,
     /// The transform's artifact (SHA-256, size), computed once.
     pub artifact: Option<(Sha, u64)>,
     /// Compacted: retention expired; only what invariants still need is kept.
@@ -676,6 +679,11 @@ impl Db {
             .range(from..)
             .next()
             .is_some_and(|(t, r, _)| *t == Some(task) && *r == reason)
+    }
+
+    /// The manual-review list, in the order items were added.
+    pub fn review_items(&self) -> &[ReviewItem] {
+        &self.manual_review
     }
 
     pub fn in_review(&self, task: TaskId) -> bool {

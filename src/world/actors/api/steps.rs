@@ -379,6 +379,7 @@ impl World {
             lease: None,
             outbox_rows: Vec::with_capacity(3),
             redrives: 0,
+            event_redrives: 0,
             artifact: None,
             compacted: false,
         });

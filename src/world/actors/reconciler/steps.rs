@@ -4,7 +4,7 @@ use crate::mutants::Mutant;
 use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose};
-use crate::world::engine::ids::{ActorId, DeadLetterId, TaskId};
+use crate::world::engine::ids::{ActorId, DeadLetterId, OutboxId, TaskId};
 use crate::world::engine::step::Verb;
 use crate::world::stores::db::{Payload, ReviewReason, Topic, WorkKind};
 
@@ -148,13 +148,27 @@ impl World {
         let task = letter.task;
         let transient = letter.transient;
         let message_live = self.broker.has_live_message(letter.message);
-        // An event the projector never got is always worth sending again:
-        // applying it is idempotent, and the read model needs it.
+        // An event the projector never got is worth sending again: applying
+        // it is idempotent, and the read model needs it. But not for ever: a
+        // projector that never acks in time (its steps outlast the
+        // visibility timeout, one delivery allowed) had its events
+        // dead-lettered and re-driven without end, a fresh outbox row and
+        // dead letter each time, until memory ran out. The task's events
+        // share one budget of `redrive_max`, kept apart from its work's.
+        if letter.topic == Topic::TaskEvents
+            && transient
+            && !message_live
+            && self.event_redrive_spent(task)
+        {
+            self.review_dead_letter(id, task, letter.message);
+            return;
+        }
         if letter.topic == Topic::TaskEvents && transient && !message_live {
             self.begin(ActorId::RECONCILER, Verb::Redrive);
             self.rec.task = Some(task);
             if self.commit_fault() != Some(false) {
                 self.seen_dead_letter(id);
+                self.db.task_mut(task).event_redrives += 1;
                 let Payload::Event(event) = letter.payload else {
                     unreachable!("task-events carry events");
                 };
@@ -186,21 +200,7 @@ impl World {
         }
         let redrives = self.db.task(task).redrives;
         if u64::from(redrives) >= self.config.redrive_max {
-            self.begin(ActorId::RECONCILER, Verb::Review);
-            self.rec.task = Some(task);
-            self.rec.message = Some(letter.message);
-            if self.commit_fault() != Some(false) {
-                self.seen_dead_letter(id);
-                self.db.review(
-                    Some(task),
-                    ReviewReason::DeadLettered,
-                    letter.message.to_string(),
-                    self.now,
-                );
-                self.rec.outcome = "DEAD_LETTERED";
-                self.sometimes("dead-letter-to-review");
-            }
-            self.finish();
+            self.review_dead_letter(id, task, letter.message);
             return;
         }
         self.begin(ActorId::RECONCILER, Verb::Redrive);
@@ -217,6 +217,33 @@ impl World {
         self.insert_work_row(task, WorkKind::TaskRedrive, attempt, self.now);
         self.rec.outcome = "redriven";
         self.sometimes("dead-letter-redriven");
+        self.finish();
+    }
+
+    /// Whether the task's events used up their re-drive budget. A task
+    /// gone from the table has no budget left to spend.
+    fn event_redrive_spent(&self, task: TaskId) -> bool {
+        self.db
+            .find_task(task)
+            .is_none_or(|row| u64::from(row.event_redrives) >= self.config.redrive_max)
+    }
+
+    /// A dead letter past its task's re-drive budget goes to a human.
+    fn review_dead_letter(&mut self, id: DeadLetterId, task: TaskId, message: OutboxId) {
+        self.begin(ActorId::RECONCILER, Verb::Review);
+        self.rec.task = Some(task);
+        self.rec.message = Some(message);
+        if self.commit_fault() != Some(false) {
+            self.seen_dead_letter(id);
+            self.db.review(
+                Some(task),
+                ReviewReason::DeadLettered,
+                message.to_string(),
+                self.now,
+            );
+            self.rec.outcome = "DEAD_LETTERED";
+            self.sometimes("dead-letter-to-review");
+        }
         self.finish();
     }
 
