@@ -13,9 +13,9 @@ use std::process::Stdio;
 use serde_json::{Value, json};
 use sim::hash::{hex, sha256};
 use sim::task::json::{
-    TransitionInput, event_from_json, event_payload_sha256, event_to_json, parse_event_line,
-    parse_transition_line, result_to_json, state_from_json, state_sha256, state_to_json,
-    write_event, write_result, write_state,
+    Reading, TransitionInput, event_from_json, event_payload_sha256, event_to_json,
+    parse_event_line, parse_transition_line, result_to_json, state_from_json, state_sha256,
+    state_to_json, write_event, write_result, write_state,
 };
 use sim::task::replay::{InvalidHistory, ReplayFailure, fold, replay};
 use sim::task::{
@@ -872,11 +872,17 @@ fn fast_writers_equal_the_value_route_byte_for_byte() {
         assert_eq!(&fast[1..], slow);
 
         // And what is written reads back as the same value.
-        assert_eq!(state_from_json(&state_to_json(&state)), Ok(state.clone()));
-        assert_eq!(event_from_json(&event_to_json(&event)), Ok(event.clone()));
+        assert_eq!(
+            state_from_json(&state_to_json(&state), Reading::Lenient),
+            Ok(state.clone())
+        );
+        assert_eq!(
+            event_from_json(&event_to_json(&event), Reading::Lenient),
+            Ok(event.clone())
+        );
         let mut line = String::new();
         write_event(&mut line, &event);
-        assert_eq!(parse_event_line(&line), Ok(event.clone()));
+        assert_eq!(parse_event_line(&line, Reading::Lenient), Ok(event.clone()));
     }
     assert!(
         accepted > 1000,
@@ -888,7 +894,7 @@ fn fast_writers_equal_the_value_route_byte_for_byte() {
 fn payload_hash_is_the_lessons_canonical_event_hash() {
     // Expected digests computed with Node from lesson 003's own
     // `canonicalEventHash` (JSON.stringify of the event with sorted keys).
-    let lesson = |line: &str| parse_event_line(line).unwrap();
+    let lesson = |line: &str| parse_event_line(line, Reading::Lenient).unwrap();
     let cases = [
         (
             r#"{"eventId":"evt-1","taskId":"task-42","sequence":1,"type":"TaskStarted","attempt":1,"workerId":"worker-a","leaseUntilEpochMs":1000}"#,
@@ -927,8 +933,8 @@ fn value_route(line: &str) -> Result<TransitionInput, String> {
     let Value::Object(map) = &value else {
         return Err("not an object".to_string());
     };
-    let state = state_from_json(map.get("state").ok_or("state missing")?)?;
-    let event = event_from_json(map.get("event").ok_or("event missing")?)?;
+    let state = state_from_json(map.get("state").ok_or("state missing")?, Reading::Lenient)?;
+    let event = event_from_json(map.get("event").ok_or("event missing")?, Reading::Lenient)?;
     let policy = match map.get("policy") {
         None => Policy::CompletionWins,
         Some(Value::String(name)) => Policy::parse(name).ok_or("bad policy")?,
@@ -1007,7 +1013,7 @@ fn text_reader_agrees_with_the_value_reader() {
             }
         }
         let line = value.to_string();
-        let fast = parse_transition_line(&line);
+        let fast = parse_transition_line(&line, Reading::Lenient);
         let slow = value_route(&line);
         match (&fast, &slow) {
             (Ok(fast), Ok(slow)) => assert_eq!(fast, slow, "{line}"),
@@ -1026,7 +1032,7 @@ fn text_reader_agrees_with_the_value_reader() {
         if line.is_char_boundary(cut) {
             let head = &line[..cut];
             assert_eq!(
-                parse_transition_line(head).is_ok(),
+                parse_transition_line(head, Reading::Lenient).is_ok(),
                 value_route(head).is_ok(),
                 "{head}"
             );
@@ -1039,6 +1045,7 @@ fn text_reader_agrees_with_the_value_reader() {
 fn text_reader_accepts_exactly_the_json_serde_json_accepts() {
     let good = parse_transition_line(
         &line_value(&running(), &event_at("task-1", 4, completed(2, true))).to_string(),
+        Reading::Lenient,
     );
     assert!(good.is_ok());
     let base = line_value(&running(), &event_at("task-1", 4, completed(2, true))).to_string();
@@ -1083,18 +1090,21 @@ fn text_reader_accepts_exactly_the_json_serde_json_accepts() {
     ];
     for sample in &samples {
         assert_eq!(
-            parse_transition_line(sample).is_ok()
-                || parse_transition_line(sample).is_err_and(|e| !e.starts_with("invalid JSON")),
+            parse_transition_line(sample, Reading::Lenient).is_ok()
+                || parse_transition_line(sample, Reading::Lenient)
+                    .is_err_and(|e| !e.starts_with("invalid JSON")),
             serde_json::from_str::<Value>(sample).is_ok(),
             "{sample}"
         );
     }
     // serde_json takes 127 nested containers: the line's object and 126 arrays.
-    assert!(parse_transition_line(&deep(126)).is_ok());
+    assert!(parse_transition_line(&deep(126), Reading::Lenient).is_ok());
     assert!(serde_json::from_str::<Value>(&deep(126)).is_ok());
-    assert!(parse_transition_line(&deep(127)).is_err_and(
-        |error| error.starts_with("invalid JSON") && error.contains("recursion limit exceeded")
-    ));
+    assert!(
+        parse_transition_line(&deep(127), Reading::Lenient)
+            .is_err_and(|error| error.starts_with("invalid JSON")
+                && error.contains("recursion limit exceeded"))
+    );
     assert!(serde_json::from_str::<Value>(&deep(127)).is_err());
 }
 
@@ -1103,9 +1113,10 @@ fn numbers_are_integers_by_value_and_exact() {
     let line = |version: &str| {
         let state = r#""taskId":"t","status":"queued","attempt":0,"workerId":null,"leaseUntilEpochMs":null,"cancellationSignalId":null,"artifactSha256":null,"terminalErrorCode":null"#;
         let event = r#""eventId":"e","taskId":"t","sequence":1,"type":"TaskCancelled","stoppedAtSequence":0,"effectsReconciled":true"#;
-        parse_transition_line(&format!(
-            "{{\"state\":{{{state},\"version\":{version}}},\"event\":{{{event}}}}}"
-        ))
+        parse_transition_line(
+            &format!("{{\"state\":{{{state},\"version\":{version}}},\"event\":{{{event}}}}}"),
+            Reading::Lenient,
+        )
         .map(|input| input.state.version)
     };
     assert_eq!(line("3"), Ok(3));
@@ -1156,7 +1167,7 @@ fn numbers_are_integers_by_value_and_exact() {
 fn booleans_false_parse_and_are_decided_by_the_rules() {
     let event = parse_event_line(
         r#"{"eventId":"e","taskId":"task-1","sequence":4,"type":"TaskCompleted","attempt":2,"artifactSha256":"h","artifactVerified":false}"#,
-    )
+    Reading::Lenient,)
     .unwrap();
     assert_eq!(
         transition(&running(), &event, Policy::CompletionWins),
@@ -1166,13 +1177,13 @@ fn booleans_false_parse_and_are_decided_by_the_rules() {
     );
     let event = parse_event_line(
         r#"{"eventId":"e","taskId":"task-1","sequence":4,"type":"AttemptFailed","attempt":2,"errorCode":"E","retryable":false,"nextAttempt":3}"#,
-    )
+    Reading::Lenient,)
     .unwrap();
     // The lesson's code does not look at `retryable` (DESIGN §9).
     assert!(transition(&running(), &event, Policy::CompletionWins).is_accepted());
     let event = parse_event_line(
         r#"{"eventId":"e","taskId":"task-1","sequence":4,"type":"CancellationRequested","signalId":"s","requester":"robot","reason":""}"#,
-    )
+    Reading::Lenient,)
     .unwrap();
     assert!(matches!(
         event.body,
@@ -1288,7 +1299,7 @@ fn fields_are_checked_in_order_with_named_messages() {
     );
     for (line, message) in cases {
         let line = line.to_string();
-        let fast = parse_transition_line(&line).map(drop);
+        let fast = parse_transition_line(&line, Reading::Lenient).map(drop);
         if message.is_empty() {
             assert_eq!(fast, Ok(()), "{line}");
         } else {
@@ -1298,7 +1309,7 @@ fn fields_are_checked_in_order_with_named_messages() {
     }
     let bad_policy = json!({"state": state, "event": event, "policy": "first-wins"}).to_string();
     assert_eq!(
-        parse_transition_line(&bad_policy).map(drop),
+        parse_transition_line(&bad_policy, Reading::Lenient).map(drop),
         Err(
             "policy: expected \"completion-wins\" or \"cancel-wins\", got \"first-wins\""
                 .to_string()
@@ -1306,12 +1317,12 @@ fn fields_are_checked_in_order_with_named_messages() {
     );
     let null_policy = json!({"state": state, "event": event, "policy": null}).to_string();
     assert_eq!(
-        parse_transition_line(&null_policy).map(drop),
+        parse_transition_line(&null_policy, Reading::Lenient).map(drop),
         Err("policy: expected \"completion-wins\" or \"cancel-wins\", got null".to_string())
     );
     let cancel_wins = json!({"state": state, "event": event, "policy": "cancel-wins"}).to_string();
     assert_eq!(
-        parse_transition_line(&cancel_wins).map(|input| input.policy),
+        parse_transition_line(&cancel_wins, Reading::Lenient).map(|input| input.policy),
         Ok(Policy::CancelWins)
     );
     // A repeated key keeps its last value, as JSON.parse does.
@@ -1319,15 +1330,15 @@ fn fields_are_checked_in_order_with_named_messages() {
         "{{\"state\":1,\"policy\":\"x\",\"event\":{event},\"state\":{state},\"policy\":\"cancel-wins\"}}"
     );
     assert_eq!(
-        parse_transition_line(&repeated).map(|input| input.policy),
+        parse_transition_line(&repeated, Reading::Lenient).map(|input| input.policy),
         Ok(Policy::CancelWins)
     );
     assert_eq!(
-        state_from_json(&json!([])),
+        state_from_json(&json!([]), Reading::Lenient),
         Err("state: expected an object, got array".to_string())
     );
     assert_eq!(
-        event_from_json(&json!("e")),
+        event_from_json(&json!("e"), Reading::Lenient),
         Err("event: expected an object, got string".to_string())
     );
 }
@@ -1505,7 +1516,7 @@ fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn expected_result(line: &str) -> String {
-    let input = parse_transition_line(line).unwrap();
+    let input = parse_transition_line(line, Reading::Lenient).unwrap();
     let mut out = String::new();
     write_result(
         &mut out,
@@ -1631,14 +1642,20 @@ fn sim_transition_error_lines_keep_going_and_exit_two() {
     push(
         fraction.as_bytes(),
         Some(error_line(
-            "event.sequence: expected an integer, got non-integral number 4.5",
+            "event.sequence: expected an integer, got 4.5: an integer is written without a fraction or an exponent, within 64 bits (--lenient reads integral numbers in any notation)",
             10,
         )),
     );
-    // 4.0 is the integer 4.
+    // 4.0 is not an integer literal: refused unless --lenient.
     let integral = good_line.replace(r#""sequence":4"#, r#""sequence":4.0"#);
     assert_ne!(integral, good_line);
-    push(integral.as_bytes(), Some(expected_result(&good_line))); // 11
+    push(
+        integral.as_bytes(),
+        Some(error_line(
+            "event.sequence: expected an integer, got 4.0: an integer is written without a fraction or an exponent, within 64 bits (--lenient reads integral numbers in any notation)",
+            11,
+        )),
+    ); // 11
     push(
         b"[1,2]",
         Some(error_line(
@@ -1826,4 +1843,85 @@ fn sim_replay_events_refuses_a_malformed_file_with_exit_two() {
     let run = sim(&["replay-events", "/no/such/history.jsonl"], b"");
     assert_eq!((run.code, run.stdout.as_str()), (2, ""));
     assert!(run.stderr.contains("/no/such/history.jsonl"));
+}
+
+/// The default reading takes exactly the lesson's shapes; `--lenient` is
+/// the older reading that let these through.
+#[test]
+fn strict_reading_refuses_what_lenient_takes() {
+    let good = line_value(&running(), &event_at("task-1", 4, completed(2, true)));
+    let variant = |edit: &dyn Fn(&mut Value)| {
+        let mut value = good.clone();
+        edit(&mut value);
+        value.to_string()
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (
+            variant(&|v| v["state"]["version"] = json!(3.0)),
+            "state.version: expected an integer, got 3.0: an integer is written without a fraction or an exponent",
+        ),
+        (
+            good.to_string()
+                .replace(r#""version":3"#, r#""version":3e0"#),
+            "state.version: expected an integer, got 3.0",
+        ),
+        (
+            variant(&|v| v["state"]["attempt"] = json!(-1)),
+            "state.attempt: expected an integer of 0 or more, got -1",
+        ),
+        (
+            variant(&|v| v["event"]["sequence"] = json!(-4)),
+            "event.sequence: expected an integer of 0 or more, got -4",
+        ),
+        (
+            variant(&|v| v["state"]["owner"] = json!("me")),
+            "state.owner: unknown field; a state has taskId, status, version",
+        ),
+        (
+            variant(&|v| v["event"]["workerId"] = json!("worker-b")),
+            "event.workerId: not a field of TaskCompleted",
+        ),
+        (
+            variant(&|v| v["event"]["zz"] = json!(1)),
+            "event.zz: unknown field; TaskCompleted has eventId, taskId, sequence, type, attempt, artifactSha256, artifactVerified",
+        ),
+        (
+            variant(&|v| v["comment"] = json!("hi")),
+            "comment: unknown key; a line has state, event and an optional policy",
+        ),
+    ];
+    let lenient = parse_transition_line(&good.to_string(), Reading::Lenient).unwrap();
+    for (line, expected) in &cases {
+        let strict = parse_transition_line(line, Reading::Strict);
+        assert!(
+            strict
+                .as_ref()
+                .is_err_and(|error| error.starts_with(expected)),
+            "{line}: {strict:?}"
+        );
+        let taken = parse_transition_line(line, Reading::Lenient);
+        assert!(taken.is_ok(), "{line}: {taken:?}");
+        if !line.contains('-') {
+            assert_eq!(taken.unwrap(), lenient, "{line}");
+        }
+        // The value route reads alike.
+        let value: Value = serde_json::from_str(line).unwrap();
+        if let Some(error) = state_from_json(&value["state"], Reading::Strict)
+            .err()
+            .or_else(|| event_from_json(&value["event"], Reading::Strict).err())
+        {
+            assert!(error.starts_with(expected), "{line}: {error}");
+        }
+    }
+    // The well-typed line itself is taken by both.
+    assert_eq!(
+        parse_transition_line(&good.to_string(), Reading::Strict),
+        Ok(lenient)
+    );
+    // And the command line: the default refuses, --lenient takes.
+    let input = format!("{}\n", cases[0].0);
+    let strict = sim(&["transition"], input.as_bytes());
+    assert_eq!(strict.code, 2, "{}", strict.stdout);
+    let lenient = sim(&["transition", "--lenient"], input.as_bytes());
+    assert_eq!(lenient.code, 0, "{}", lenient.stdout);
 }

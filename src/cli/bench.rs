@@ -313,7 +313,11 @@ pub fn measure(workload: &Workload) -> Sample {
             // peak memory is measured too.
             let null = std::fs::File::create("/dev/null").expect("/dev/null opens");
             let watch = Stopwatch::start();
-            let code = crate::cli::transition::transition_to(Some(&path), null);
+            let code = crate::cli::transition::transition_to(
+                Some(&path),
+                crate::task::json::Reading::Strict,
+                null,
+            );
             let nanos = watch.nanos() as u64;
             let _ = std::fs::remove_file(&path);
             assert_eq!(code, EXIT_OK, "the generated lines are well-typed");

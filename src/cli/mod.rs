@@ -92,6 +92,10 @@ pub enum Command {
     Transition {
         /// JSON-lines input; standard input when absent
         file: Option<PathBuf>,
+        /// The older reading: integral numbers in any notation (3.0, 1e3)
+        /// as integers, negative numbers, and unknown fields ignored
+        #[arg(long)]
+        lenient: bool,
     },
     /// Fold a JSON-lines event history of one task and print its state
     ReplayEvents {
@@ -103,6 +107,10 @@ pub enum Command {
         /// Cancellation policy the history was written under
         #[arg(long, default_value = "completion-wins", value_parser = args::parse_policy)]
         policy: Policy,
+        /// The older reading: integral numbers in any notation (3.0, 1e3)
+        /// as integers, negative numbers, and unknown fields ignored
+        #[arg(long)]
+        lenient: bool,
     },
 }
 
@@ -201,9 +209,27 @@ fn dispatch(command: Command) -> u8 {
             }
             EXIT_OK
         }
-        Command::Transition { file } => crate::cli::transition::run_transition(file.as_deref()),
-        Command::ReplayEvents { file, policy, task } => {
-            crate::cli::replay_events::run_replay_events(&file, policy, task.as_deref())
+        Command::Transition { file, lenient } => {
+            crate::cli::transition::run_transition(file.as_deref(), reading(lenient))
         }
+        Command::ReplayEvents {
+            file,
+            policy,
+            task,
+            lenient,
+        } => crate::cli::replay_events::run_replay_events(
+            &file,
+            policy,
+            task.as_deref(),
+            reading(lenient),
+        ),
+    }
+}
+
+fn reading(lenient: bool) -> crate::task::json::Reading {
+    if lenient {
+        crate::task::json::Reading::Lenient
+    } else {
+        crate::task::json::Reading::Strict
     }
 }

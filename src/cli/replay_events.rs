@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::error::{EXIT_INPUT, EXIT_OK, EXIT_VIOLATION, InputError};
 use crate::input::{HISTORY_BYTES_MAX, LINE_BYTES_MAX, Line, read_line};
-use crate::task::json::{parse_event_line, write_state};
+use crate::task::json::{Reading, parse_event_line, write_state};
 use crate::task::replay::{InvalidHistory, replay};
 use crate::task::{Policy, TaskEvent, Text};
 
@@ -26,8 +26,8 @@ struct Located {
 /// (TASK_ID_MISMATCH at its line), as lesson 003's replay, which is given
 /// the task, answers it. An empty history is the task's initial state
 /// when `--task` names it, and exit 2 without it.
-pub fn run_replay_events(file: &Path, policy: Policy, task: Option<&str>) -> u8 {
-    let events = match read_events(file) {
+pub fn run_replay_events(file: &Path, policy: Policy, task: Option<&str>, reading: Reading) -> u8 {
+    let events = match read_events(file, reading) {
         Ok(events) => events,
         Err(error) => {
             crate::errln!("{error}");
@@ -96,7 +96,7 @@ fn failing_index(ordered: &[TaskEvent], policy: Policy, invalid: &InvalidHistory
 /// Every event of the file, in file order, each with its line. Blank lines
 /// are skipped; anything else that is not a well-typed event is an error
 /// naming its line and column.
-fn read_events(path: &Path) -> Result<Vec<Located>, InputError> {
+fn read_events(path: &Path, reading: Reading) -> Result<Vec<Located>, InputError> {
     let whole = |message: String| InputError::new(message).in_file(path);
     let file = open_input(path).map_err(whole)?;
     // One byte past the bound tells a history that is too long.
@@ -129,7 +129,7 @@ fn read_events(path: &Path) -> Result<Vec<Located>, InputError> {
         if line.trim().is_empty() {
             continue;
         }
-        let event = parse_event_line(line)
+        let event = parse_event_line(line, reading)
             .map_err(|message| whole(message.clone()).at(line_number, column_of(line, &message)))?;
         events.push(Located {
             line: line_number,

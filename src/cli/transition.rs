@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::error::{EXIT_INPUT, EXIT_OK};
 use crate::input::{LINE_BYTES_MAX, Line, read_line};
-use crate::task::json::{parse_transition_line, write_result};
+use crate::task::json::{Reading, parse_transition_line, write_result};
 use crate::task::transition;
 
 /// Input and output buffers: large enough that a million lines cost a few
@@ -17,16 +17,20 @@ pub(super) const BUFFER_BYTES: usize = 1 << 16;
 /// `sim transition [FILE]`: one result (or error) line per non-empty input
 /// line, in order. Exit 0, or 2 when any line erred or the input could not
 /// be read.
-pub fn run_transition(file: Option<&Path>) -> u8 {
-    transition_to(file, io::stdout().lock())
+pub fn run_transition(file: Option<&Path>, reading: Reading) -> u8 {
+    transition_to(file, reading, io::stdout().lock())
 }
 
 /// `sim transition [FILE]` with the results going to `output` (the bench
 /// sends them to /dev/null, in its own process).
-pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
+pub fn transition_to(file: Option<&Path>, reading: Reading, output: impl Write) -> u8 {
     let outcome = match file {
         Some(path) => match open_input(path) {
-            Ok(input) => transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output),
+            Ok(input) => transition_lines(
+                BufReader::with_capacity(BUFFER_BYTES, input),
+                reading,
+                output,
+            ),
             Err(message) => {
                 let path = path.display().to_string();
                 crate::errln!("error: {}: {message}", crate::escape::escape(&path));
@@ -35,7 +39,11 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
         },
         None => {
             let stdin = io::stdin();
-            transition_lines(BufReader::with_capacity(BUFFER_BYTES, stdin.lock()), output)
+            transition_lines(
+                BufReader::with_capacity(BUFFER_BYTES, stdin.lock()),
+                reading,
+                output,
+            )
         }
     };
     let name = file.map_or_else(|| "<stdin>".to_string(), |path| path.display().to_string());
@@ -77,7 +85,11 @@ enum Failure {
     Write(io::Error, bool),
 }
 
-fn transition_lines(mut input: impl BufRead, mut output: impl Write) -> Result<Lines, Failure> {
+fn transition_lines(
+    mut input: impl BufRead,
+    reading: Reading,
+    mut output: impl Write,
+) -> Result<Lines, Failure> {
     let mut raw = Vec::new();
     // Results accumulate here and go out in large writes.
     let mut text = String::with_capacity(BUFFER_BYTES + 4096);
@@ -102,7 +114,7 @@ fn transition_lines(mut input: impl BufRead, mut output: impl Write) -> Result<L
                 push_error_line(&mut text, &message, line_number);
             }
             Ok(line) if line.trim().is_empty() => continue,
-            Ok(line) => match parse_transition_line(line) {
+            Ok(line) => match parse_transition_line(line, reading) {
                 Ok(parsed) => {
                     let outcome = transition(&parsed.state, &parsed.event, parsed.policy);
                     write_result(&mut text, &parsed.state, &outcome);

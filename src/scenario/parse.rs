@@ -468,7 +468,11 @@ impl Parser<'_> {
                 _ => {
                     let value = required("event")?;
                     let json = self.json(value, &field("event"))?;
-                    let event = crate::task::json::event_from_json(&json).map_err(|message| {
+                    let event = crate::task::json::event_from_json(
+                        &json,
+                        crate::task::json::Reading::Strict,
+                    )
+                    .map_err(|message| {
                         self.error(
                             value.span(),
                             &field("event"),

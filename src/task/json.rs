@@ -32,6 +32,20 @@ use crate::task::{
 // Reading
 // ---------------------------------------------------------------------------
 
+/// How strictly input is read. `Strict` (the default of `sim transition`
+/// and `sim replay-events`, and of scenario files) takes exactly the
+/// lesson's shapes: integers written as integers (no fraction, no
+/// exponent) and never negative, and no field the shape does not have
+/// (another event type's included). `Lenient` is the older reading: an
+/// integral number in any notation is an integer, negatives pass, unknown
+/// fields are ignored.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reading {
+    #[default]
+    Strict,
+    Lenient,
+}
+
 /// One line of `sim transition` input, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TransitionInput {
@@ -41,10 +55,13 @@ pub struct TransitionInput {
 }
 
 /// Reads a `TaskState` from a JSON value. All nine fields are required; the
-/// nullable ones may be `null`. Unknown fields are ignored.
-pub fn state_from_json(value: &Value) -> Result<TaskState, String> {
+/// nullable ones may be `null`. Other fields are refused unless `reading`
+/// is lenient.
+pub fn state_from_json(value: &Value, reading: Reading) -> Result<TaskState, String> {
     match value {
-        Value::Object(map) => state_from_fields("state", &fields_of_map(map, state_key::NAMES)),
+        Value::Object(map) => {
+            state_from_fields("state", &fields_of_map(map, state_key::NAMES), reading)
+        }
         other => Err(format!(
             "state: expected an object, got {}",
             json_of_value(other).kind_name()
@@ -53,10 +70,13 @@ pub fn state_from_json(value: &Value) -> Result<TaskState, String> {
 }
 
 /// Reads a `TaskEvent` from a JSON value: the base fields, then the fields of
-/// its type. Unknown fields (including another type's) are ignored.
-pub fn event_from_json(value: &Value) -> Result<TaskEvent, String> {
+/// its type. Other fields (another type's included) are refused unless
+/// `reading` is lenient.
+pub fn event_from_json(value: &Value, reading: Reading) -> Result<TaskEvent, String> {
     match value {
-        Value::Object(map) => event_from_fields("event", &fields_of_map(map, event_key::NAMES)),
+        Value::Object(map) => {
+            event_from_fields("event", &fields_of_map(map, event_key::NAMES), reading)
+        }
         other => Err(format!(
             "event: expected an object, got {}",
             json_of_value(other).kind_name()
@@ -66,8 +86,9 @@ pub fn event_from_json(value: &Value) -> Result<TaskEvent, String> {
 
 /// Reads one `{"state":…,"event":…,"policy"?:…}` line without building a
 /// `Value`. `policy` may be absent (completion-wins); any value other than
-/// the two policy names is an error. Unknown keys are ignored.
-pub fn parse_transition_line(line: &str) -> Result<TransitionInput, String> {
+/// the two policy names is an error. Other keys are refused unless
+/// `reading` is lenient.
+pub fn parse_transition_line(line: &str, reading: Reading) -> Result<TransitionInput, String> {
     let parts = match read_whole(line, LineSeed)? {
         Shape::Object(parts) => parts,
         Shape::Other(kind) => {
@@ -79,12 +100,12 @@ pub fn parse_transition_line(line: &str) -> Result<TransitionInput, String> {
     let state = match parts.state {
         None => return Err("state: missing, expected an object".to_string()),
         Some(Shape::Other(kind)) => return Err(format!("state: expected an object, got {kind}")),
-        Some(Shape::Object(fields)) => state_from_fields("state", &fields)?,
+        Some(Shape::Object(fields)) => state_from_fields("state", &fields, reading)?,
     };
     let event = match parts.event {
         None => return Err("event: missing, expected an object".to_string()),
         Some(Shape::Other(kind)) => return Err(format!("event: expected an object, got {kind}")),
-        Some(Shape::Object(fields)) => event_from_fields("event", &fields)?,
+        Some(Shape::Object(fields)) => event_from_fields("event", &fields, reading)?,
     };
     const EXPECTED: &str = "\"completion-wins\" or \"cancel-wins\"";
     let policy = match parts.policy {
@@ -98,6 +119,11 @@ pub fn parse_transition_line(line: &str) -> Result<TransitionInput, String> {
             ));
         }
     };
+    if let (Some(key), Reading::Strict) = (&parts.unknown, reading) {
+        return Err(format!(
+            "{key}: unknown key; a line has state, event and an optional policy"
+        ));
+    }
     Ok(TransitionInput {
         state,
         event,
@@ -106,9 +132,9 @@ pub fn parse_transition_line(line: &str) -> Result<TransitionInput, String> {
 }
 
 /// Reads one event line (the event object itself) without building a `Value`.
-pub fn parse_event_line(line: &str) -> Result<TaskEvent, String> {
+pub fn parse_event_line(line: &str, reading: Reading) -> Result<TaskEvent, String> {
     match read_whole(line, EVENT_SEED)? {
-        Shape::Object(fields) => event_from_fields("event", &fields),
+        Shape::Object(fields) => event_from_fields("event", &fields, reading),
         Shape::Other(kind) => Err(format!("event: expected an object, got {kind}")),
     }
 }
@@ -119,9 +145,11 @@ pub fn parse_event_line(line: &str) -> Result<TaskEvent, String> {
 enum Json<'a> {
     Null,
     Bool(bool),
-    /// A number whose value is an integer that fits `i64`, written as an
-    /// integer or as a float (`3.0`, `1e3`).
+    /// An integer literal that fits `i64`.
     Int(i64),
+    /// A number written with a fraction or an exponent, or an integer
+    /// literal beyond 64 bits, as the f64 it reads as.
+    Float(f64),
     /// A number with a fraction, as written.
     NonIntegral(Cow<'a, str>),
     /// An integral number outside `i64`, as written.
@@ -136,7 +164,7 @@ impl Json<'_> {
         match self {
             Json::Null => "null",
             Json::Bool(_) => "boolean",
-            Json::Int(_) | Json::NonIntegral(_) | Json::OutOfRange(_) => "number",
+            Json::Int(_) | Json::Float(_) | Json::NonIntegral(_) | Json::OutOfRange(_) => "number",
             Json::Str(_) => "string",
             Json::Array => "array",
             Json::Object => "object",
@@ -172,9 +200,7 @@ fn json_of_value(value: &Value) -> Json<'_> {
             // A `Value` keeps integers exactly (as i64 or u64) and everything
             // else as the f64 its parser produced; precision lost there is
             // lost before this function sees it.
-            (None, Some(float)) if !number.is_u64() => {
-                json_of_f64(float, Cow::Owned(number.to_string()))
-            }
+            (None, Some(float)) if !number.is_u64() => Json::Float(float),
             _ => Json::OutOfRange(Cow::Owned(number.to_string())),
         },
         Value::String(text) => Json::Str(Cow::Borrowed(text)),
@@ -251,6 +277,9 @@ shape!(
 struct Fields<'a, const N: usize> {
     names: &'static [&'static str],
     values: [Option<Json<'a>>; N],
+    /// The smallest key (by bytes) the shape does not have, if any: the
+    /// same whichever route read the object, whatever the key order.
+    unknown: Option<Cow<'a, str>>,
 }
 
 type StateFields<'a> = Fields<'a, { state_key::COUNT }>;
@@ -262,6 +291,46 @@ impl<'a, const N: usize> Fields<'a, N> {
         Fields {
             names,
             values: std::array::from_fn(|_| None),
+            unknown: None,
+        }
+    }
+
+    fn note_unknown(&mut self, key: Cow<'a, str>) {
+        if self.unknown.as_ref().is_none_or(|known| key < *known) {
+            self.unknown = Some(key);
+        }
+    }
+
+    /// In a strict reading: the first field present that the shape, as
+    /// narrowed to `allowed` positions, does not have.
+    fn check_extra(
+        &self,
+        prefix: &str,
+        reading: Reading,
+        allowed: [&[usize]; 2],
+        owner: &str,
+    ) -> Result<(), String> {
+        if reading == Reading::Lenient {
+            return Ok(());
+        }
+        let allowed = || allowed.into_iter().flatten();
+        for (at, value) in self.values.iter().enumerate() {
+            if value.is_some() && !allowed().any(|own| *own == at) {
+                return Err(format!(
+                    "{prefix}.{}: not a field of {owner}",
+                    self.names[at]
+                ));
+            }
+        }
+        match &self.unknown {
+            Some(key) => Err(format!(
+                "{prefix}.{key}: unknown field; {owner} has {}",
+                allowed()
+                    .map(|at| self.names[*at])
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            None => Ok(()),
         }
     }
 }
@@ -274,6 +343,9 @@ fn fields_of_map<'a, const N: usize>(
     for (value, name) in fields.values.iter_mut().zip(names) {
         *value = map.get(*name).map(json_of_value);
     }
+    if let Some(key) = map.keys().find(|key| !names.contains(&key.as_str())) {
+        fields.note_unknown(Cow::Borrowed(key));
+    }
     fields
 }
 
@@ -282,6 +354,7 @@ fn fields_of_map<'a, const N: usize>(
 struct Checker<'f, 'a, const N: usize> {
     prefix: &'static str,
     fields: &'f Fields<'a, N>,
+    reading: Reading,
 }
 
 impl<'a, const N: usize> Checker<'_, 'a, N> {
@@ -310,21 +383,44 @@ impl<'a, const N: usize> Checker<'_, 'a, N> {
         }
     }
 
-    fn int(&self, field: usize) -> Result<i64, String> {
-        const EXPECTED: &str = "an integer";
-        match self.get(field, EXPECTED)? {
-            Json::Int(number) => Ok(*number),
-            other => Err(self.wrong(field, EXPECTED, other)),
+    /// An integer field's value; `null` is allowed when `nullable`.
+    fn integer(&self, field: usize, nullable: bool) -> Result<Option<i64>, String> {
+        let expected = if nullable {
+            "an integer or null"
+        } else {
+            "an integer"
+        };
+        let (prefix, name) = (self.prefix, self.fields.names[field]);
+        let number = match self.get(field, expected)? {
+            Json::Int(number) => *number,
+            Json::Null if nullable => return Ok(None),
+            Json::Float(float) if self.reading == Reading::Lenient => {
+                match json_of_f64(*float, Cow::Owned(format!("{float:?}"))) {
+                    Json::Int(number) => number,
+                    other => return Err(self.wrong(field, expected, &other)),
+                }
+            }
+            Json::Float(float) => {
+                return Err(format!(
+                    "{prefix}.{name}: expected {expected}, got {float:?}: an integer is written without a fraction or an exponent, within 64 bits (--lenient reads integral numbers in any notation)"
+                ));
+            }
+            other => return Err(self.wrong(field, expected, other)),
+        };
+        if number < 0 && self.reading == Reading::Strict {
+            return Err(format!(
+                "{prefix}.{name}: expected an integer of 0 or more, got {number}"
+            ));
         }
+        Ok(Some(number))
+    }
+
+    fn int(&self, field: usize) -> Result<i64, String> {
+        Ok(self.integer(field, false)?.expect("not nullable"))
     }
 
     fn int_or_null(&self, field: usize) -> Result<Option<i64>, String> {
-        const EXPECTED: &str = "an integer or null";
-        match self.get(field, EXPECTED)? {
-            Json::Int(number) => Ok(Some(*number)),
-            Json::Null => Ok(None),
-            other => Err(self.wrong(field, EXPECTED, other)),
-        }
+        self.integer(field, true)
     }
 
     fn text(&self, field: usize) -> Result<&str, String> {
@@ -376,12 +472,20 @@ const STATUS_NAMES: &str = "queued, running, cancelling, completed, failed, canc
 const EVENT_TYPE_NAMES: &str =
     "TaskStarted, CancellationRequested, TaskCompleted, AttemptFailed, TaskFailed, TaskCancelled";
 
-fn state_from_fields(prefix: &'static str, fields: &StateFields<'_>) -> Result<TaskState, String> {
+fn state_from_fields(
+    prefix: &'static str,
+    fields: &StateFields<'_>,
+    reading: Reading,
+) -> Result<TaskState, String> {
     use state_key::*;
-    let check = Checker { prefix, fields };
+    let check = Checker {
+        prefix,
+        fields,
+        reading,
+    };
     // Fields are checked in the lesson's declaration order, so the first
     // problem reported is the same whichever route read the object.
-    Ok(TaskState {
+    let state = TaskState {
         task_id: check.string(TASK_ID)?,
         status: check.one_of(STATUS, STATUS_NAMES, Status::parse)?,
         version: check.int(VERSION)?,
@@ -391,12 +495,33 @@ fn state_from_fields(prefix: &'static str, fields: &StateFields<'_>) -> Result<T
         cancellation_signal_id: check.string_or_null(CANCELLATION_SIGNAL_ID)?,
         artifact_sha256: check.string_or_null(ARTIFACT_SHA256)?,
         terminal_error_code: check.string_or_null(TERMINAL_ERROR_CODE)?,
-    })
+    };
+    const ALL: [usize; COUNT] = [
+        TASK_ID,
+        STATUS,
+        VERSION,
+        ATTEMPT,
+        WORKER_ID,
+        LEASE_UNTIL_EPOCH_MS,
+        CANCELLATION_SIGNAL_ID,
+        ARTIFACT_SHA256,
+        TERMINAL_ERROR_CODE,
+    ];
+    fields.check_extra(prefix, reading, [&ALL, &[]], "a state")?;
+    Ok(state)
 }
 
-fn event_from_fields(prefix: &'static str, fields: &EventFields<'_>) -> Result<TaskEvent, String> {
+fn event_from_fields(
+    prefix: &'static str,
+    fields: &EventFields<'_>,
+    reading: Reading,
+) -> Result<TaskEvent, String> {
     use event_key::*;
-    let check = Checker { prefix, fields };
+    let check = Checker {
+        prefix,
+        fields,
+        reading,
+    };
     let event_id = check.string(EVENT_ID)?;
     let task_id = check.string(TASK_ID)?;
     let sequence = check.int(SEQUENCE)?;
@@ -431,6 +556,28 @@ fn event_from_fields(prefix: &'static str, fields: &EventFields<'_>) -> Result<T
             effects_reconciled: check.boolean(EFFECTS_RECONCILED)?,
         },
     };
+    let (owner, own): (&str, &[usize]) = match &body {
+        EventBody::TaskStarted { .. } => {
+            ("TaskStarted", &[ATTEMPT, WORKER_ID, LEASE_UNTIL_EPOCH_MS])
+        }
+        EventBody::CancellationRequested { .. } => {
+            ("CancellationRequested", &[SIGNAL_ID, REQUESTER, REASON])
+        }
+        EventBody::TaskCompleted { .. } => (
+            "TaskCompleted",
+            &[ATTEMPT, ARTIFACT_SHA256, ARTIFACT_VERIFIED],
+        ),
+        EventBody::AttemptFailed { .. } => (
+            "AttemptFailed",
+            &[ATTEMPT, ERROR_CODE, RETRYABLE, NEXT_ATTEMPT],
+        ),
+        EventBody::TaskFailed { .. } => ("TaskFailed", &[ATTEMPT, ERROR_CODE]),
+        EventBody::TaskCancelled { .. } => {
+            ("TaskCancelled", &[STOPPED_AT_SEQUENCE, EFFECTS_RECONCILED])
+        }
+    };
+    const BASE: [usize; 4] = [EVENT_ID, TASK_ID, SEQUENCE, TYPE];
+    fields.check_extra(prefix, reading, [&BASE, own], owner)?;
     Ok(TaskEvent {
         event_id,
         task_id,
@@ -484,7 +631,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_f64<E>(self, number: f64) -> Result<Json<'de>, E> {
-        Ok(json_of_f64(number, Cow::Owned(format!("{number:?}"))))
+        Ok(Json::Float(number))
     }
 
     fn visit_borrowed_str<E>(self, text: &'de str) -> Result<Json<'de>, E> {
@@ -605,6 +752,7 @@ impl<'de, const N: usize> Visitor<'de> for FieldsSeed<N> {
                 Some(at) => fields.values[at] = Some(map.next_value_seed(JsonVisitor)?),
                 None => {
                     map.next_value_seed(JsonVisitor)?;
+                    fields.note_unknown(key);
                 }
             }
         }
@@ -638,6 +786,8 @@ struct LineParts<'a> {
     state: Option<Shape<StateFields<'a>>>,
     event: Option<Shape<EventFields<'a>>>,
     policy: Option<Json<'a>>,
+    /// The smallest other key, if any.
+    unknown: Option<Cow<'a, str>>,
 }
 
 /// A whole `sim transition` line.
@@ -659,6 +809,9 @@ impl<'de> Visitor<'de> for LineSeed {
                 "policy" => parts.policy = Some(map.next_value_seed(JsonVisitor)?),
                 _ => {
                     map.next_value_seed(JsonVisitor)?;
+                    if parts.unknown.as_ref().is_none_or(|known| key < *known) {
+                        parts.unknown = Some(key);
+                    }
                 }
             }
         }
