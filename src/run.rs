@@ -85,3 +85,13 @@ pub fn reproduce_command(scenario: &Scenario) -> String {
     }
     command
 }
+
+/// Every trace record of a run of `scenario`, from a second run (runs are
+/// deterministic): a violation report's causal slice reads the whole
+/// trace, which the first run does not keep.
+pub fn full_trace(scenario: &Scenario) -> Vec<crate::trace::Record> {
+    let mut world = world_for(scenario);
+    world.trace.kept = Some(Vec::new());
+    let _ = simulate(&mut world, scenario.steps_max, |_, _| {});
+    world.trace.kept.take().unwrap_or_default()
+}

@@ -122,10 +122,17 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         summary(&finished.world, &name, &finished.outcome)
     );
     if let Some(violation) = &finished.outcome.violation {
+        // The causal slice reads the whole trace: a second, identical run.
+        let records = crate::run::full_trace(&scenario);
         let _ = write!(
             out,
             "\n{}",
-            violation_report(&finished.world, violation, &reproduce_command(&scenario))
+            violation_report(
+                &finished.world,
+                violation,
+                &reproduce_command(&scenario),
+                Some(&records)
+            )
         );
     }
     for unmet in &finished.unmet {
@@ -139,12 +146,21 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             "expected violation `{expected}` fired, as the scenario says"
         );
     }
-    for fault in finished.world.faults.unfired() {
+    let expected = scenario.expect.facts.len() + usize::from(scenario.expect.violation.is_some());
+    if expected > 0 {
         let _ = writeln!(
             out,
-            "warning: scripted fault {}/{} never fired",
-            fault.site.as_str(),
-            fault.kind.as_str()
+            "expect: {} of {expected} held",
+            expected.saturating_sub(finished.unmet.len())
+        );
+    }
+    let total = scenario.faults.len();
+    for (index, fault) in finished.world.faults.unfired_indexed() {
+        let _ = writeln!(
+            out,
+            "warning: scripted fault {} of {total} ({}) never fired",
+            index + 1,
+            fault.describe()
         );
     }
     drop(out);

@@ -145,7 +145,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());
         result.report = Some(match &result.outcome.violation {
-            Some(violation) => crate::report::violation_report(&world, violation, &command),
+            Some(violation) => crate::report::violation_report(&world, violation, &command, None),
             None => format!(
                 "DID NOT CONVERGE (seed {seed}): {}\n  reproduce: {command}\n",
                 result.outcome.not_converged.join("; ")
