@@ -10,5 +10,6 @@ mod mutants;
 mod readme;
 mod retention;
 mod scenarios;
+mod shrink;
 mod tidy;
 mod transition;

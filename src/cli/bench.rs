@@ -253,6 +253,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 out: std::env::temp_dir(),
                 write_repro: false,
                 stop_at_first: false,
+                shrink_seconds: None,
             };
             let list: Vec<u64> = (1..=*seeds).collect();
             let watch = Stopwatch::start();

@@ -49,6 +49,15 @@ pub struct FuzzOptions {
     /// Print the summary as JSON (shards' JSON merges with `sim fuzz merge`)
     #[arg(long)]
     pub json: bool,
+    /// Write each failing seed's reproducer as it ran, without shrinking it
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Wall-clock budget in seconds for shrinking one failing seed
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = crate::cli::shrink::parse_seconds)]
+    pub shrink_time: f64,
+    /// Stop at the first seed that fails (the seeds already running finish)
+    #[arg(long)]
+    pub stop_at_first: bool,
 }
 
 /// A seed that failed, for the summary.
@@ -295,7 +304,8 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         check_determinism: options.check_determinism,
         out: crate::fuzz::campaign::out_dir(options.out.as_deref()),
         write_repro: true,
-        stop_at_first: false,
+        stop_at_first: options.stop_at_first,
+        shrink_seconds: (!options.no_shrink).then_some(options.shrink_time),
     };
     let started = crate::stopwatch::Stopwatch::start();
     let terminal = std::io::stderr().is_terminal();
@@ -358,6 +368,21 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
             crate::out!("{report}");
             if let Some(path) = &result.repro {
                 crate::outln!("  reproducer written: {}", path.display());
+                if let Some(note) = &result.shrunk {
+                    crate::outln!(
+                        "  shrunk from {} requests and {} faults to {} and {}{} (the full run: repro-{}.full.toml)",
+                        note.before.0,
+                        note.before.1,
+                        note.after.0,
+                        note.after.1,
+                        if note.stopped_early {
+                            ", stopped at the time cap"
+                        } else {
+                            ""
+                        },
+                        result.seed
+                    );
+                }
             }
         }
         if let Some(difference) = &result.nondeterminism {

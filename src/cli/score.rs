@@ -61,6 +61,7 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
                 out: std::env::temp_dir(),
                 write_repro: false,
                 stop_at_first: true,
+                shrink_seconds: None,
             };
             let results = run_seeds(&seeds, &campaign, |_| {});
             let mut steps = 0;

@@ -30,6 +30,10 @@ pub struct CampaignOptions {
     /// Stop at the first seed that fails, by a violation or by not
     /// converging (mutant scoring: either kills the mutant).
     pub stop_at_first: bool,
+    /// Shrink each failing seed's reproducer (`sim shrink`) with this
+    /// wall-clock budget in seconds: `repro-<seed>.toml` is then the
+    /// shrunk scenario and `repro-<seed>.full.toml` the written-out run.
+    pub shrink_seconds: Option<f64>,
 }
 
 /// The result of one seed.
@@ -52,7 +56,18 @@ pub struct SeedResult {
     /// A determinism failure: the first record where two runs differ.
     pub nondeterminism: Option<String>,
     pub repro: Option<PathBuf>,
+    /// How the shrink went, when the reproducer was shrunk: requests and
+    /// faults before and after, and whether the time cap stopped it.
+    pub shrunk: Option<ShrinkNote>,
     pub report: Option<String>,
+}
+
+/// What shrinking a seed's reproducer did, for the summary.
+#[derive(Clone, Debug)]
+pub struct ShrinkNote {
+    pub before: (usize, usize),
+    pub after: (usize, usize),
+    pub stopped_early: bool,
 }
 
 /// Drain steps a fuzz run allows for each step of its fault phase, when
@@ -132,6 +147,10 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let again = (options.check_determinism || log_requests).then(|| {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
+        // A failing seed's report shows the causal slice of the whole trace.
+        if failed {
+            again.trace.kept = Some(Vec::new());
+        }
         let _ = simulate(&mut again, options.steps, |_, _| {});
         again
     });
@@ -145,7 +164,15 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());
         result.report = Some(match &result.outcome.violation {
-            Some(violation) => crate::report::violation_report(&world, violation, &command, None),
+            Some(violation) => crate::report::violation_report(
+                &world,
+                violation,
+                &command,
+                again
+                    .as_ref()
+                    .filter(|_| same)
+                    .and_then(|again| again.trace.kept.as_deref()),
+            ),
             None => format!(
                 "DID NOT CONVERGE (seed {seed}): {}\n  reproduce: {command}\n",
                 result.outcome.not_converged.join("; ")
@@ -154,9 +181,30 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         if let Some(logged) = again.filter(|_| log_requests && same) {
             let repro = reproducer(&scenario, &logged, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
-            if std::fs::create_dir_all(&options.out).is_ok() && std::fs::write(&path, text).is_ok()
-            {
-                result.repro = Some(path);
+            let full = options.out.join(format!("repro-{seed}.full.toml"));
+            let written = std::fs::create_dir_all(&options.out).is_ok();
+            match options.shrink_seconds {
+                Some(seconds) if written && std::fs::write(&full, &text).is_ok() => {
+                    let mut repro = repro;
+                    repro.path = Some(full.display().to_string());
+                    if let Ok(shrunk) = crate::shrink::shrink(&repro, seconds, &mut |_| {}) {
+                        let shrunk_scenario = crate::cli::shrink::shrunk_scenario(&repro, &shrunk);
+                        let text = crate::scenario::write::to_toml_compact(&shrunk_scenario);
+                        if std::fs::write(&path, text).is_ok() {
+                            result.repro = Some(path);
+                            result.shrunk = Some(ShrinkNote {
+                                before: crate::shrink::size(&repro),
+                                after: crate::shrink::size(&shrunk_scenario),
+                                stopped_early: shrunk.stopped_early,
+                            });
+                        }
+                    }
+                }
+                _ => {
+                    if written && std::fs::write(&path, text).is_ok() {
+                        result.repro = Some(path);
+                    }
+                }
             }
         }
     }
@@ -185,6 +233,7 @@ fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResu
         outcome,
         nondeterminism: None,
         repro: None,
+        shrunk: None,
         report: None,
     }
 }

@@ -1,0 +1,137 @@
+//! `sim shrink`: a fuzz reproducer shrinks to a small scenario that breaks
+//! the same invariant, the same input gives the same output, a scenario
+//! that passes is refused, and `sim run` names what a scenario demanded.
+
+use sim::fuzz::campaign::{fuzz_world, reproducer};
+use sim::scenario::parse::{load, parse};
+use sim::scenario::write::{to_toml, to_toml_compact};
+use sim::simulate::simulate;
+
+use crate::common::{scratch, sim, text};
+
+/// A fuzz failure written out as a reproducer, as `sim fuzz` writes it.
+fn fuzz_reproducer(seed: u64, steps: u64, mutant: &str) -> sim::scenario::Scenario {
+    let mutant = sim::mutants::Mutant::parse(mutant);
+    let (scenario, mut world, _) = fuzz_world(seed, steps, mutant);
+    world.keep_request_log = true;
+    let outcome = simulate(&mut world, steps, |_, _| {});
+    assert!(!outcome.converged(), "seed {seed} fails under the mutant");
+    let repro = reproducer(&scenario, &world, &outcome);
+    // Through the text, as a user's file would be.
+    parse(&to_toml(&repro), None).expect("a reproducer parses")
+}
+
+#[test]
+fn a_fuzz_reproducer_shrinks_to_a_few_requests_with_the_same_invariant() {
+    let original = fuzz_reproducer(1, 4_000, "no-inbox-hash-check");
+    assert!(original.requests.len() > 100, "{}", original.requests.len());
+    let mut lines = Vec::new();
+    let shrunk = sim::shrink::shrink(&original, 600.0, &mut |line| lines.push(line.to_string()))
+        .expect("it fails, so it shrinks");
+    assert!(!shrunk.stopped_early);
+    assert_eq!(shrunk.invariant, "inbox-conflict-quarantined");
+    assert!(
+        shrunk.scenario.requests.len() <= 5,
+        "{:?}",
+        shrunk.scenario.requests.len()
+    );
+    assert!(
+        shrunk.scenario.faults.len() <= 4,
+        "{:?}",
+        shrunk.scenario.faults
+    );
+    assert!(!lines.is_empty(), "progress was reported");
+    // Written and read back, it still fails the same way.
+    let text = to_toml_compact(&shrunk.scenario);
+    let again = parse(&text, None).expect("the shrunk scenario parses");
+    let finished = sim::run::execute(&again, sim::run::world_for(&again), |_, _| {});
+    assert_eq!(finished.outcome.fired(), Some("inbox-conflict-quarantined"));
+    // Deterministic: the same input shrinks to the same scenario.
+    let twice = sim::shrink::shrink(&original, 600.0, &mut |_| {}).expect("shrinks");
+    assert_eq!(to_toml_compact(&twice.scenario), text);
+}
+
+#[test]
+fn a_spent_budget_returns_the_best_so_far_and_says_so() {
+    let original = fuzz_reproducer(1, 4_000, "no-inbox-hash-check");
+    let shrunk = sim::shrink::shrink(&original, 1e-9, &mut |_| {}).expect("it fails");
+    assert!(shrunk.stopped_early);
+    assert_eq!(shrunk.scenario.requests.len(), original.requests.len());
+}
+
+#[test]
+fn sim_shrink_writes_a_scenario_that_replays_and_refuses_a_passing_one() {
+    let dir = scratch("shrink-cli");
+    let input = dir.join("mutant.toml");
+    let out = dir.join("shrunk.toml");
+    let mutant = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/mutants/no-inbox-hash-check.toml"
+    );
+    std::fs::copy(mutant, &input).unwrap();
+    let output = sim(&[
+        "shrink",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("shrunk:") && stderr.contains("still breaks inbox-conflict-quarantined"),
+        "{stderr}"
+    );
+    let shrunk = load(&out).expect("the shrunk scenario loads");
+    // It kept the original's expectation, so it runs clean while it fires.
+    assert_eq!(
+        shrunk.expect.violation.as_deref(),
+        Some("inbox-conflict-quarantined")
+    );
+    let replay = sim(&["run", out.to_str().unwrap(), "--quiet"]);
+    let replayed = text(&replay.stdout);
+    assert_eq!(replay.status.code(), Some(0), "{replayed}");
+    assert!(replayed.contains("expect: 1 of 1 held"), "{replayed}");
+
+    let happy = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/happy-path.toml");
+    let refused = sim(&["shrink", happy]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("happy-path.toml") && stderr.contains("nothing to shrink"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unfired_fault_is_named_with_its_placement() {
+    let dir = scratch("unfired");
+    let file = dir.join("unfired.toml");
+    std::fs::write(
+        &file,
+        r#"name = "unfired"
+seed = 1
+steps_max = 2000
+
+[[requests]]
+at = 0
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-1" }
+
+[[faults]]
+site = "crash"
+actor = "worker-1"
+after = "worker.put"
+nth = 7
+"#,
+    )
+    .unwrap();
+    let output = sim(&["run", file.to_str().unwrap(), "--quiet"]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(
+            r#"warning: scripted fault 1 of 1 (crash/crash actor = "worker-1" after = "worker.put" nth = 7) never fired"#
+        ),
+        "{stdout}"
+    );
+}
