@@ -4,7 +4,7 @@
 
 use crate::error::{EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION};
 use crate::faults::FaultRates;
-use crate::scenario::Scenario;
+use crate::scenario::{Matcher, Scenario};
 use crate::simulate::{Outcome, simulate};
 use crate::world::World;
 
@@ -30,12 +30,8 @@ pub fn execute(
     let dump = world.dump(&name);
     let mut unmet = Vec::new();
     for (pointer, expected) in &scenario.expect.facts {
-        match dump.pointer(pointer) {
-            Some(actual) if actual == expected => {}
-            Some(actual) => unmet.push(format!("{pointer} is {actual}, expected {expected}")),
-            None => unmet.push(format!(
-                "{pointer} is absent from the dump, expected {expected}"
-            )),
+        if let Some(failed) = Matcher::of(expected).judge(pointer, dump.pointer(pointer)) {
+            unmet.push(failed);
         }
     }
     let fired = outcome.fired();

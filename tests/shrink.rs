@@ -135,3 +135,52 @@ nth = 7
         "{stdout}"
     );
 }
+
+#[test]
+fn expect_matchers_say_null_absent_and_a_count_and_report_what_they_found() {
+    let text = r#"name = "matchers"
+seed = 1
+steps_max = 2000
+
+[[requests]]
+at = 0
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-1" }
+
+[expect]
+"/tasks/task-1/terminalErrorCode" = { null = true }
+"/tasks/task-2" = { absent = true }
+"/events/task-1" = { len = 2 }
+"/tasks/task-1/status" = { null = true }
+"/tasks/task-1" = { absent = true }
+"/events/task-1/0" = { len = 99 }
+"/tasks/task-1/version" = { len = 1 }
+"/tasks/task-9" = { null = true }
+"#;
+    let scenario = parse(text, None).expect("parses");
+    let finished = sim::run::execute(&scenario, sim::run::world_for(&scenario), |_, _| {});
+    assert_eq!(finished.exit, 1);
+    assert_eq!(
+        finished.unmet,
+        [
+            "/tasks/task-1/status is \"completed\", expected null",
+            "/tasks/task-1 is present, expected it absent from the dump",
+            "/events/task-1/0 has 7 entries, expected 99",
+            "/tasks/task-1/version is 2, which has no length; expected 1 entries",
+            "/tasks/task-9 is absent from the dump, expected null",
+        ]
+        .map(String::from)
+        .to_vec(),
+        "{:?}",
+        finished.unmet
+    );
+    let bad = text.replace("{ len = 2 }", "{ len = \"two\" }");
+    let error = parse(&bad, None).expect_err("a misspelled matcher is an error");
+    assert!(
+        error
+            .to_string()
+            .contains("`len` takes a non-negative integer"),
+        "{error}"
+    );
+}
