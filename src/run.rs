@@ -68,8 +68,11 @@ pub fn execute(
 }
 
 /// Builds the world a scenario describes (no random faults, no workload).
+/// It keeps what each request got back, for the dump's `requests` key.
 pub fn world_for(scenario: &Scenario) -> World {
-    World::new(scenario, &FaultRates::none(), None)
+    let mut world = World::new(scenario, &FaultRates::none(), None);
+    world.answers = Some(Default::default());
+    world
 }
 
 /// The command that reproduces a run of this scenario.

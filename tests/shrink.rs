@@ -184,3 +184,60 @@ input = { doc = "doc-1" }
         "{error}"
     );
 }
+
+/// A scripted request whose client is down at its time is dropped, as a
+/// real client's would be; `sim run` warns, and the dump's `requests`
+/// says what each request got back.
+#[test]
+fn a_request_for_a_client_that_is_down_is_dropped_with_a_warning() {
+    let dir = scratch("dropped");
+    let file = dir.join("dropped.toml");
+    std::fs::write(
+        &file,
+        r#"name = "dropped"
+seed = 1
+steps_max = 2000
+
+[[requests]]
+at = 0
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-1" }
+
+[[requests]]
+at = 100
+kind = "create"
+key = "intent-0002"
+input = { doc = "doc-2" }
+
+[[requests]]
+at = 2000
+kind = "read-status"
+key = "intent-0001"
+
+[[faults]]
+site = "crash"
+actor = "client-1"
+after = "client.send"
+
+[expect]
+"/requests" = { len = 3 }
+"/requests/0/status" = "lost-with-client"
+"/requests/1/status" = "dropped-client-down"
+"/requests/2/answer/status" = "completed"
+"/requests/2/answer/task" = "task-1"
+"/requests/2/sends" = 1
+"#,
+    )
+    .unwrap();
+    let output = sim(&["run", file.to_str().unwrap(), "--quiet"]);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "warning: request 2 (create intent-0002) at 100 ms was dropped: client-1 was down"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("expect: 6 of 6 held"), "{stdout}");
+}

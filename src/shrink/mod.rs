@@ -44,6 +44,8 @@ pub enum NotShrinkable {
 /// Runs a scenario through both phases; the world is kept for its trace.
 fn run(scenario: &Scenario, keep_trace: bool) -> (World, Outcome) {
     let mut world = world_for(scenario);
+    // Candidates are judged by their failure alone; the answers are for dumps.
+    world.answers = None;
     if keep_trace {
         world.trace.kept = Some(Vec::new());
     }
