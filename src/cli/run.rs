@@ -74,6 +74,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     } else {
         Box::new(Guarded::new("standard output", std::io::stdout().lock()))
     };
+    if story {
+        let _ = writeln!(out, "{}", crate::trace::Record::story_header());
+    }
     let mut finished = execute(&scenario, world, |world, added| {
         if !story {
             return;
@@ -162,6 +165,24 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             index + 1,
             fault.describe()
         );
+    }
+    // A scripted request whose client is down at its time is dropped, as a
+    // real client's would be: the scenario most likely meant otherwise.
+    if let Some(answers) = &finished.world.answers {
+        for (index, entry) in answers.dropped() {
+            let _ = writeln!(
+                out,
+                "warning: request {} ({} {}) at {} ms was dropped: {} was down (dump: /requests/{index})",
+                index + 1,
+                entry["kind"].as_str().unwrap_or("?"),
+                entry["key"]
+                    .as_str()
+                    .or(entry["task"].as_str())
+                    .unwrap_or(""),
+                entry["issuedMs"],
+                entry["client"].as_str().unwrap_or("its client"),
+            );
+        }
     }
     drop(out);
     if let (Some(text), true) = (&dump_text, dump_to_stdout) {
