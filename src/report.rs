@@ -80,6 +80,49 @@ impl Coverage {
     }
 }
 
+/// What coverage did not reach, by name: `(status, event type)` pairs as
+/// `status/EventType`, reject reasons and races. One run's counters and a
+/// campaign's summed maps both answer the three questions.
+pub fn not_reached(
+    pair_seen: impl Fn(Status, EventType) -> bool,
+    rejection_seen: impl Fn(&str) -> bool,
+    race_seen: impl Fn(&str) -> bool,
+) -> Vec<(&'static str, Vec<String>)> {
+    let pairs: Vec<String> = Status::ALL
+        .iter()
+        .flat_map(|status| EventType::ALL.iter().map(move |event| (*status, *event)))
+        .filter(|(status, event)| !pair_seen(*status, *event))
+        .map(|(status, event)| format!("{}/{}", status.as_str(), event.as_str()))
+        .collect();
+    let rejections = RejectReason::ALL
+        .iter()
+        .map(|reason| reason.as_str())
+        .filter(|reason| !rejection_seen(reason))
+        .map(String::from)
+        .collect();
+    let races = RACES
+        .iter()
+        .filter(|race| !race_seen(race))
+        .map(|race| race.to_string())
+        .collect();
+    vec![
+        ("transitions", pairs),
+        ("rejections", rejections),
+        ("races", races),
+    ]
+}
+
+/// The `not_reached` lists as lines: `transitions not reached: …`.
+pub fn not_reached_lines(lists: &[(&'static str, Vec<String>)]) -> String {
+    let mut out = String::new();
+    for (what, missing) in lists {
+        if !missing.is_empty() {
+            let _ = writeln!(out, "{what} not reached: {}", missing.join(", "));
+        }
+    }
+    out
+}
+
 /// Faults injected, counted by (site, kind).
 pub fn fault_counts(world: &World) -> BTreeMap<(Site, FaultKind), u64> {
     let mut counts = BTreeMap::new();

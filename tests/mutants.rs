@@ -93,6 +93,8 @@ fn a_read_outlives_its_keys_record() {
         write_repro: false,
         stop_at_first: false,
         shrink_seconds: None,
+        time_seconds: None,
+        progress_within_seed: false,
     };
     assert!(options.mutant.is_some());
     let killed = [56, 187, 190, 197, 319]

@@ -241,3 +241,79 @@ after = "client.send"
     );
     assert!(stdout.contains("expect: 6 of 6 held"), "{stdout}");
 }
+
+#[test]
+fn sim_run_coverage_names_what_was_not_reached() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/happy-path.toml");
+    let output = sim(&["run", file, "--quiet", "--coverage"]);
+    let stdout = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    // A happy path starts and completes a queued task, and nothing else.
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|line| line.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line: {stdout}"))
+            .to_string()
+    };
+    let transitions = line("transitions not reached: ");
+    assert!(
+        transitions.contains("queued/CancellationRequested"),
+        "{transitions}"
+    );
+    assert!(
+        !transitions.contains("queued/TaskStarted,"),
+        "{transitions}"
+    );
+    assert!(line("races not reached: ").contains("cancel × complete"));
+    assert!(line("rejections not reached: ").contains("ILLEGAL_TRANSITION"));
+    assert!(line("sometimes not reached: ").contains("compensation"));
+}
+
+#[test]
+fn a_fuzz_campaign_stops_at_its_time_budget_or_its_first_failure() {
+    let output = sim(&[
+        "fuzz", "--seed", "1", "--runs", "1000", "--steps", "500", "--time", "0.000001", "--quiet",
+    ]);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("fuzz: stopped after") && stderr.contains("of 1000 seeds (--time"),
+        "{stderr}"
+    );
+    let dir = scratch("stop-at-first");
+    let output = sim(&[
+        "fuzz",
+        "--mutant",
+        "no-fingerprint-check",
+        "--seed",
+        "1",
+        "--runs",
+        "50",
+        "--steps",
+        "2000",
+        "--stop-at-first",
+        "--no-shrink",
+        "--quiet",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("--stop-at-first: a seed failed"),
+        "{stderr}"
+    );
+    // Without shrinking, the reproducer is the full run and no .full.toml is written.
+    let written: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        written
+            .iter()
+            .all(|name| !name.to_string_lossy().ends_with(".full.toml")),
+        "{written:?}"
+    );
+    assert!(!written.is_empty());
+}

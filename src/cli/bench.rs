@@ -254,6 +254,8 @@ pub fn measure(workload: &Workload) -> Sample {
                 write_repro: false,
                 stop_at_first: false,
                 shrink_seconds: None,
+                time_seconds: None,
+                progress_within_seed: false,
             };
             let list: Vec<u64> = (1..=*seeds).collect();
             let watch = Stopwatch::start();

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{EXIT_INPUT, EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION, InputError};
 use crate::faults::{Site, catalogue};
 use crate::mutants::Mutant;
-use crate::report::{Coverage, RACES, SOMETIMES};
+use crate::report::{Coverage, SOMETIMES};
 
 use crate::fuzz::campaign::{CampaignOptions, SeedResult, run_seeds};
 
@@ -58,6 +58,9 @@ pub struct FuzzOptions {
     /// Stop at the first seed that fails (the seeds already running finish)
     #[arg(long)]
     pub stop_at_first: bool,
+    /// Start no seed after SECONDS of wall-clock time (the seeds running then finish)
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::shrink::parse_seconds)]
+    pub time: Option<f64>,
 }
 
 /// A seed that failed, for the summary.
@@ -233,14 +236,15 @@ impl Summary {
             |race| self.races.contains_key(race),
         );
         let _ = writeln!(out, "coverage      {}", coverage.line());
-        let missing: Vec<&str> = RACES
-            .iter()
-            .copied()
-            .filter(|race| !self.races.contains_key(*race))
-            .collect();
-        if !missing.is_empty() {
-            let _ = writeln!(out, "races not reached: {}", missing.join(", "));
-        }
+        let missing = crate::report::not_reached(
+            |status, event| {
+                self.transitions
+                    .contains_key(&format!("{}/{}", status.as_str(), event.as_str()))
+            },
+            |reason| self.rejections.contains_key(reason),
+            |race| self.races.contains_key(race),
+        );
+        out.push_str(&crate::report::not_reached_lines(&missing));
         let _ = writeln!(out, "sometimes targets:");
         for target in SOMETIMES {
             let n = self.sometimes.get(target).copied().unwrap_or(0);
@@ -306,6 +310,11 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         write_repro: true,
         stop_at_first: options.stop_at_first,
         shrink_seconds: (!options.no_shrink).then_some(options.shrink_time),
+        time_seconds: options.time,
+        progress_within_seed: !options.quiet
+            && seeds.len() == 1
+            && options.steps >= 1_000_000
+            && !options.json,
     };
     let started = crate::stopwatch::Stopwatch::start();
     let terminal = std::io::stderr().is_terminal();
@@ -336,6 +345,17 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     });
     if !quiet && terminal && started.seconds() > 1.0 {
         crate::errln!();
+    }
+    if results.len() < total && (options.time.is_some() || options.stop_at_first) {
+        crate::errln!(
+            "fuzz: stopped after {} of {total} seeds ({})",
+            results.len(),
+            if results.iter().any(|r| !r.outcome.converged()) && options.stop_at_first {
+                "--stop-at-first: a seed failed"
+            } else {
+                "--time: the time budget ran out"
+            }
+        );
     }
     let mut summary = Summary {
         seconds: started.seconds(),

@@ -30,6 +30,9 @@ pub struct RunOptions {
     /// Leave the step-by-step story out; print only the summary
     #[arg(long)]
     pub quiet: bool,
+    /// After the summary, name the transitions, rejections, races and sometimes-targets the run did not reach
+    #[arg(long)]
+    pub coverage: bool,
 }
 
 fn open_output(path: &Path) -> Result<std::fs::File, InputError> {
@@ -124,6 +127,23 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         "{}",
         summary(&finished.world, &name, &finished.outcome)
     );
+    if options.coverage {
+        let counters = &finished.world.counters;
+        let missing = crate::report::not_reached(
+            |status, event| counters.transitions.contains_key(&(status, event)),
+            |reason| counters.rejections.get(reason).is_some_and(|n| *n > 0),
+            |race| counters.races.get(race).is_some_and(|n| *n > 0),
+        );
+        let _ = write!(out, "{}", crate::report::not_reached_lines(&missing));
+        let sometimes: Vec<&str> = crate::report::SOMETIMES
+            .iter()
+            .copied()
+            .filter(|target| counters.sometimes.get(target).is_none_or(|n| *n == 0))
+            .collect();
+        if !sometimes.is_empty() {
+            let _ = writeln!(out, "sometimes not reached: {}", sometimes.join(", "));
+        }
+    }
     if let Some(violation) = &finished.outcome.violation {
         // The causal slice reads the whole trace: a second, identical run.
         let records = crate::run::full_trace(&scenario);

@@ -62,6 +62,8 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
                 write_repro: false,
                 stop_at_first: true,
                 shrink_seconds: None,
+                time_seconds: None,
+                progress_within_seed: false,
             };
             let results = run_seeds(&seeds, &campaign, |_| {});
             let mut steps = 0;

@@ -34,6 +34,13 @@ pub struct CampaignOptions {
     /// wall-clock budget in seconds: `repro-<seed>.toml` is then the
     /// shrunk scenario and `repro-<seed>.full.toml` the written-out run.
     pub shrink_seconds: Option<f64>,
+    /// Start no seed after this many wall-clock seconds (the seeds running
+    /// then finish): a campaign's results then depend on the machine's
+    /// speed, which the summary says.
+    pub time_seconds: Option<f64>,
+    /// Print a progress line on stderr about every second within a seed
+    /// (a single long seed; read through `stopwatch.rs`, never by the run).
+    pub progress_within_seed: bool,
 }
 
 /// The result of one seed.
@@ -134,7 +141,27 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
-    let outcome = simulate(&mut world, options.steps, |_, _| {});
+    let outcome = if options.progress_within_seed {
+        let clock = crate::stopwatch::Stopwatch::start();
+        let mut shown = 0.0;
+        simulate(&mut world, options.steps, |world, _| {
+            // The clock is read every 65,536 steps, never by the run.
+            if world.steps % 65_536 == 0 && clock.seconds() - shown >= 1.0 {
+                shown = clock.seconds();
+                let phase = if world.steps <= options.steps {
+                    format!("step {} of {}", world.steps, options.steps)
+                } else {
+                    format!("draining, step {}", world.steps)
+                };
+                crate::errln!(
+                    "fuzz: seed {seed}: {phase} ({:.0} steps/s)",
+                    world.steps as f64 / shown
+                );
+            }
+        })
+    } else {
+        simulate(&mut world, options.steps, |_, _| {})
+    };
     let mut result = summarize(seed, &world, draw, outcome);
     let failed = !result.outcome.converged();
     // The world logs no requests (the log grows with every one), so a
@@ -311,6 +338,7 @@ pub fn run_seeds(
     let next = std::sync::atomic::AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (sender, receiver) = std::sync::mpsc::channel::<SeedResult>();
+    let clock = crate::stopwatch::Stopwatch::start();
     let mut results: Vec<SeedResult> = Vec::new();
     std::thread::scope(|scope| {
         for _ in 0..jobs {
@@ -320,6 +348,12 @@ pub fn run_seeds(
             scope.spawn(move || {
                 loop {
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    if options
+                        .time_seconds
+                        .is_some_and(|limit| clock.seconds() > limit)
+                    {
                         break;
                     }
                     let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
