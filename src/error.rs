@@ -52,20 +52,23 @@ impl InputError {
     }
 }
 
+/// Every part may carry text from the input (a file name, a key, a value
+/// echoed back), so each is shown through `escape::escape`.
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::escape::escape;
         write!(f, "error: ")?;
         if let Some(file) = &self.file {
-            write!(f, "{file}")?;
+            write!(f, "{}", escape(file))?;
             if let Some((line, column)) = self.position {
                 write!(f, ":{line}:{column}")?;
             }
             write!(f, ": ")?;
         }
         if let Some(key) = &self.key {
-            write!(f, "`{key}`: ")?;
+            write!(f, "`{}`: ", escape(key))?;
         }
-        write!(f, "{}", self.message)
+        write!(f, "{}", escape(&self.message))
     }
 }
 
@@ -110,6 +113,17 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "error: s.toml:3:7: `config.apis`: expected an integer"
+        );
+    }
+
+    #[test]
+    fn display_escapes_what_came_from_the_input() {
+        let error = InputError::new("found \"\u{1b}]0;x\u{7}\"")
+            .in_file(Path::new("a\nb.toml"))
+            .key("expect.\u{2028}");
+        assert_eq!(
+            error.to_string(),
+            "error: a\\nb.toml: `expect.\\u{2028}`: found \"\\x1b]0;x\\x07\""
         );
     }
 }

@@ -3,7 +3,8 @@
 //! output is dropped but not the verdict (the exit code is the run's), where
 //! `println!` would panic. Any other write failure (a full disk) is an error
 //! naming the stream or file, exit 2, and a file that could not be written
-//! whole is removed.
+//! whole is removed. Text that came from input is shown through `escape`,
+//! so a scenario cannot drive the terminal.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +30,7 @@ pub fn print(text: &str) {
 pub(crate) fn closed_or_exit(error: std::io::Error, stream: &str) {
     if error.kind() != std::io::ErrorKind::BrokenPipe {
         crate::errln!("error: cannot write to {stream}: {error}");
-        std::process::exit(i32::from(crate::error::EXIT_INPUT));
+        exit_input();
     }
 }
 
@@ -94,6 +95,33 @@ macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::output::print(&format!("{}\n", format_args!($($arg)*)))
     };
+}
+
+/// Files this run created for its output, removed if it ends with exit 2:
+/// then nothing else is written.
+static CREATED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers an output file this run created.
+pub fn created(path: &std::path::Path) {
+    if let Ok(mut created) = CREATED.lock() {
+        created.push(path.to_path_buf());
+    }
+}
+
+/// Ends sim with exit 2 after a failed write, removing the output files it
+/// created.
+pub fn exit_input() -> ! {
+    remove_created();
+    std::process::exit(i32::from(crate::error::EXIT_INPUT));
+}
+
+/// Removes the output files this run created (see `created`).
+pub fn remove_created() {
+    if let Ok(mut created) = CREATED.lock() {
+        for path in created.drain(..) {
+            remove_partial(&path);
+        }
+    }
 }
 
 /// Removes what a failed write left behind, if it is a regular file (never

@@ -70,7 +70,7 @@ pub fn execute(
 /// Builds the world a scenario describes (no random faults, no workload).
 /// It keeps what each request got back, for the dump's `requests` key.
 pub fn world_for(scenario: &Scenario) -> World {
-    let mut world = World::new(scenario, &FaultRates::none(), None);
+    let mut world = World::new(scenario.setup(), &FaultRates::none(), None);
     world.answers = Some(Default::default());
     world
 }

@@ -3,11 +3,8 @@
 //! drains for at most `drain_steps_max` steps, then `converges` is judged.
 //! Scenario runs, fuzz, mutants and benchmarks all run through here.
 
-use crate::invariants::Violation;
+use crate::invariants::{CONVERGES, Violation};
 use crate::world::{Stepped, World};
-
-/// The liveness invariant's id: what a run that did not converge broke.
-pub const CONVERGES: &str = "converges";
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +43,48 @@ impl Outcome {
     }
 }
 
+/// The most tasks a world holds. A finished task keeps its row, key and
+/// artifact for the dump and the invariants (about 1 KB, several in a
+/// long run's backlog), so a fuzz run of 10^12 steps would grow until
+/// memory ran out; a 10^7-step run holds some 360,000. Past this bound the
+/// run stops and does not converge (exit 3), saying why.
+pub const TASKS_MAX: usize = 1_000_000;
+
+/// Steps between two looks at the world's size.
+const SIZE_CHECK_EVERY: u64 = 4096;
+
+thread_local! {
+    /// `TASKS_MAX`, or a smaller bound a test sets for this thread.
+    static TASKS_BOUND: std::cell::Cell<usize> = const { std::cell::Cell::new(TASKS_MAX) };
+}
+
+/// Runs `f` with the bound on a world's tasks set to `bound` on this
+/// thread, so a test can reach it without a million tasks.
+pub fn with_tasks_max<T>(bound: usize, f: impl FnOnce() -> T) -> T {
+    let before = TASKS_BOUND.with(|cell| cell.replace(bound));
+    let result = f();
+    TASKS_BOUND.with(|cell| cell.set(before));
+    result
+}
+
+/// Why a world that outgrew its bound on tasks stopped, if it did. Looks
+/// once `SIZE_CHECK_EVERY` steps have passed since `next` was set (a step
+/// may count several records, so step numbers are not all seen).
+fn outgrown(world: &World, next: &mut u64) -> Option<String> {
+    if world.steps < *next {
+        return None;
+    }
+    *next = world.steps + SIZE_CHECK_EVERY;
+    let bound = TASKS_BOUND.with(std::cell::Cell::get);
+    let tasks = world.db.tasks.len();
+    (tasks > bound).then(|| {
+        format!(
+            "stopped at step {}: the world holds {tasks} tasks, more than sim keeps ({bound}); run fewer steps",
+            world.steps
+        )
+    })
+}
+
 /// Runs `world` through both phases, calling `on_step` after every step
 /// with the number of records added.
 pub fn simulate(
@@ -65,10 +104,13 @@ pub fn simulate(
             Stepped::Quiet => false,
         }
     };
-    while world.steps < steps_max && world.violation.is_none() {
+    let mut too_big = None;
+    let mut next_check = world.steps + SIZE_CHECK_EVERY;
+    while world.steps < steps_max && world.violation.is_none() && too_big.is_none() {
         if !advance(world) {
             break;
         }
+        too_big = outgrown(world, &mut next_check);
     }
     let fault_steps = world.steps;
     let mut outcome = Outcome {
@@ -80,14 +122,19 @@ pub fn simulate(
     if outcome.violation.is_some() {
         return outcome;
     }
+    if let Some(reason) = too_big {
+        outcome.not_converged.push(reason);
+        return outcome;
+    }
     world.stop_faults();
     let limit = world.steps + world.config.drain_steps_max;
     let mut quiet = false;
-    while world.steps < limit && world.violation.is_none() {
+    while world.steps < limit && world.violation.is_none() && too_big.is_none() {
         if !advance(world) {
             quiet = true;
             break;
         }
+        too_big = outgrown(world, &mut next_check);
     }
     outcome.drain_steps = world.steps - fault_steps;
     outcome.violation = world.violation.clone();
@@ -95,7 +142,9 @@ pub fn simulate(
         return outcome;
     }
     outcome.not_converged = world.convergence_failures();
-    if !quiet {
+    if let Some(reason) = too_big {
+        outcome.not_converged.push(reason);
+    } else if !quiet {
         outcome.not_converged.push(format!(
             "still busy after {} drain steps ({} wakes pending)",
             world.config.drain_steps_max,

@@ -327,9 +327,10 @@ impl Trace {
     }
 
     /// Flushes and closes the `--trace` file, if there is one.
-    pub fn close_lines(&mut self) {
-        if let Some(mut lines) = self.lines.take() {
-            lines.flush();
+    pub fn close_lines(&mut self) -> Result<(), crate::error::InputError> {
+        match self.lines.take() {
+            Some(lines) => lines.finish(),
+            None => Ok(()),
         }
     }
 
@@ -357,11 +358,14 @@ impl Default for Trace {
     }
 }
 
-/// The `--trace FILE` writer: a failed write (a full disk) ends sim with a
-/// message naming the file and exit 2, and removes the partial file.
+/// The `--trace FILE` writer. A failed write (a full disk) stops the
+/// writing and is kept; `Trace::close_lines` returns it, naming the file,
+/// and removes the partial file, so the caller reports it (exit 2) before
+/// anything is said about the run. Nothing in the simulation prints.
 pub struct TraceFile {
     path: std::path::PathBuf,
     file: std::io::BufWriter<std::fs::File>,
+    error: Option<std::io::Error>,
 }
 
 impl TraceFile {
@@ -369,28 +373,35 @@ impl TraceFile {
         TraceFile {
             path: path.to_path_buf(),
             file: std::io::BufWriter::new(file),
+            error: None,
         }
-    }
-
-    fn fail(&self, error: &std::io::Error) -> ! {
-        crate::output::remove_partial(&self.path);
-        let message = crate::error::InputError::new(format!("cannot write the trace: {error}"))
-            .in_file(&self.path);
-        crate::errln!("{message}");
-        std::process::exit(i32::from(crate::error::EXIT_INPUT));
     }
 
     fn write(&mut self, bytes: &[u8]) {
         use std::io::Write;
-        if let Err(error) = self.file.write_all(bytes) {
-            self.fail(&error);
+        if self.error.is_none()
+            && let Err(error) = self.file.write_all(bytes)
+        {
+            self.error = Some(error);
         }
     }
 
-    fn flush(&mut self) {
+    /// Flushes the file; the first failure of any write, if one failed.
+    fn finish(mut self) -> Result<(), crate::error::InputError> {
         use std::io::Write;
-        if let Err(error) = self.file.flush() {
-            self.fail(&error);
+        let failed = match self.error.take() {
+            Some(error) => Some(error),
+            None => self.file.flush().err(),
+        };
+        match failed {
+            None => Ok(()),
+            Some(error) => {
+                crate::output::remove_partial(&self.path);
+                Err(
+                    crate::error::InputError::new(format!("cannot write the trace: {error}"))
+                        .in_file(&self.path),
+                )
+            }
         }
     }
 }

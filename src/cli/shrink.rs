@@ -65,7 +65,9 @@ pub fn shrink_command(file: &Path, options: &ShrinkOptions) -> u8 {
             return EXIT_INPUT;
         }
     };
-    crate::scenario::write::warn_on_version_mismatch(&scenario);
+    for warning in crate::scenario::write::version_warnings(&scenario) {
+        crate::errln!("warning: {}", crate::escape::escape(&warning));
+    }
     let quiet = options.quiet;
     let mut progress = |line: &str| {
         if !quiet {

@@ -1,18 +1,18 @@
-//! `sim transition` and `sim replay-events`: lesson 003's state machine and
-//! replay as command-line tools over JSON lines.
+//! `sim transition`: lesson 003's state machine as a command-line tool
+//! over JSON lines (`sim replay-events` is in `replay_events.rs`).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::Path;
 
-use crate::error::{EXIT_INPUT, EXIT_OK, EXIT_VIOLATION};
-use crate::task::json::{parse_event_line, parse_transition_line, write_result, write_state};
-use crate::task::replay::replay;
-use crate::task::{Policy, TaskEvent, Text, transition};
+use crate::error::{EXIT_INPUT, EXIT_OK};
+use crate::input::{LINE_BYTES_MAX, Line, read_line};
+use crate::task::json::{parse_transition_line, write_result};
+use crate::task::transition;
 
 /// Input and output buffers: large enough that a million lines cost a few
 /// thousand system calls, small enough not to matter.
-const BUFFER_BYTES: usize = 1 << 16;
+pub(super) const BUFFER_BYTES: usize = 1 << 16;
 
 /// `sim transition [FILE]`: one result (or error) line per non-empty input
 /// line, in order. Exit 0, or 2 when any line erred or the input could not
@@ -28,7 +28,8 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
         Some(path) => match open_input(path) {
             Ok(input) => transition_lines(BufReader::with_capacity(BUFFER_BYTES, input), output),
             Err(message) => {
-                crate::errln!("error: {}: {message}", path.display());
+                let path = path.display().to_string();
+                crate::errln!("error: {}: {message}", crate::escape::escape(&path));
                 return EXIT_INPUT;
             }
         },
@@ -38,6 +39,7 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
         }
     };
     let name = file.map_or_else(|| "<stdin>".to_string(), |path| path.display().to_string());
+    let name = crate::escape::escape(&name);
     match outcome {
         Ok(Lines { erred: false }) => EXIT_OK,
         Ok(Lines { erred: true }) => EXIT_INPUT,
@@ -55,42 +57,9 @@ pub fn transition_to(file: Option<&Path>, output: impl Write) -> u8 {
     }
 }
 
-/// `sim replay-events FILE [--policy P]`: fold one task's events and print
-/// the state (exit 0), or the first event that cannot be applied (exit 1).
-/// A malformed file prints nothing on stdout and exits 2.
-pub fn run_replay_events(file: &Path, policy: Policy) -> u8 {
-    let (task_id, events) = match read_events(file) {
-        Ok(history) => history,
-        Err(BadInput {
-            line: None,
-            message,
-        }) => {
-            crate::errln!("error: {}: {message}", file.display());
-            return EXIT_INPUT;
-        }
-        Err(BadInput {
-            line: Some(line),
-            message,
-        }) => {
-            crate::errln!("error: {}:{line}: {message}", file.display());
-            return EXIT_INPUT;
-        }
-    };
-    let (line, code) = match replay(task_id, &events, policy) {
-        Ok(state) => {
-            let mut line = String::new();
-            write_state(&mut line, &state);
-            (line, EXIT_OK)
-        }
-        Err(invalid) => (invalid.to_json().to_string(), EXIT_VIOLATION),
-    };
-    crate::outln!("{line}");
-    code
-}
-
 /// Opens a file for reading, refusing a directory up front: on Linux opening
 /// one succeeds and only the first read fails.
-fn open_input(path: &Path) -> Result<File, String> {
+pub(super) fn open_input(path: &Path) -> Result<File, String> {
     let metadata = std::fs::metadata(path).map_err(|error| error.to_string())?;
     if metadata.is_dir() {
         return Err("is a directory, expected a JSON-lines file".to_string());
@@ -115,11 +84,16 @@ fn transition_lines(mut input: impl BufRead, mut output: impl Write) -> Result<L
     let mut line_number = 0usize;
     let mut erred = false;
     loop {
-        raw.clear();
-        if input.read_until(b'\n', &mut raw).map_err(Failure::Read)? == 0 {
+        let read = read_line(&mut input, &mut raw, LINE_BYTES_MAX).map_err(Failure::Read)?;
+        if read == Line::End {
             break;
         }
         line_number += 1;
+        if read == Line::TooLong {
+            erred = true;
+            push_error_line(&mut text, &too_long(), line_number);
+            continue;
+        }
         let bytes = physical_line(&raw, line_number);
         match std::str::from_utf8(bytes) {
             Err(error) => {
@@ -157,7 +131,7 @@ fn transition_lines(mut input: impl BufRead, mut output: impl Write) -> Result<L
 /// The bytes of one physical line: without its `\n`, and without a UTF-8
 /// byte-order mark when it is the first line (editors on some systems add
 /// one; it is not part of the JSON).
-fn physical_line(raw: &[u8], line_number: usize) -> &[u8] {
+pub(super) fn physical_line(raw: &[u8], line_number: usize) -> &[u8] {
     let bytes = raw.strip_suffix(b"\n").unwrap_or(raw);
     if line_number == 1 {
         bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
@@ -166,65 +140,15 @@ fn physical_line(raw: &[u8], line_number: usize) -> &[u8] {
     }
 }
 
+pub(super) fn too_long() -> String {
+    format!("line is longer than {LINE_BYTES_MAX} bytes; expected one JSON object per line")
+}
+
 fn push_error_line(text: &mut String, message: &str, line_number: usize) {
+    // The message may echo input; JSON escapes C0 controls but not C1 or
+    // U+2028, so it is escaped first.
+    let message = crate::escape::escape(message);
     let value = serde_json::json!({ "error": message, "line": line_number });
     text.push_str(&value.to_string());
     text.push('\n');
-}
-
-/// What is wrong with a file, and on which line when it is one line.
-struct BadInput {
-    line: Option<usize>,
-    message: String,
-}
-
-/// The task of the file's first event and every event of the file, in file
-/// order, all of that task. Blank lines are skipped; anything else that is
-/// not a well-typed event is an error naming its line, and so is a file with
-/// no event at all.
-fn read_events(path: &Path) -> Result<(Text, Vec<TaskEvent>), BadInput> {
-    let whole = |message: String| BadInput {
-        line: None,
-        message,
-    };
-    let mut input = open_input(path).map_err(whole)?;
-    let mut bytes = Vec::new();
-    io::Read::read_to_end(&mut input, &mut bytes).map_err(|error| whole(error.to_string()))?;
-    let mut events: Vec<TaskEvent> = Vec::new();
-    let mut first_line = 0usize;
-    for (index, raw) in bytes.split(|byte| *byte == b'\n').enumerate() {
-        let line_number = index + 1;
-        let at = |message: String| BadInput {
-            line: Some(line_number),
-            message,
-        };
-        let line = std::str::from_utf8(physical_line(raw, line_number)).map_err(|error| {
-            at(format!(
-                "invalid UTF-8 at byte {}, expected a JSON event",
-                error.valid_up_to() + 1
-            ))
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let event = parse_event_line(line).map_err(at)?;
-        if let Some(first) = events.first()
-            && first.task_id != event.task_id
-        {
-            return Err(at(format!(
-                "event.taskId: expected {:?} (the task of line {first_line}), got {:?}",
-                &*first.task_id, &*event.task_id
-            )));
-        }
-        if events.is_empty() {
-            first_line = line_number;
-        }
-        events.push(event);
-    }
-    match events.first() {
-        Some(first) => Ok((first.task_id.clone(), events)),
-        None => Err(whole(
-            "no events, expected JSON lines of one task's events".to_string(),
-        )),
-    }
 }

@@ -38,9 +38,11 @@ pub struct CampaignOptions {
     /// then finish): a campaign's results then depend on the machine's
     /// speed, which the summary says.
     pub time_seconds: Option<f64>,
-    /// Print a progress line on stderr about every second within a seed
-    /// (a single long seed; read through `stopwatch.rs`, never by the run).
-    pub progress_within_seed: bool,
+    /// Called about every second within a seed (a single long seed) with
+    /// the seed, the steps so far, the fault phase's length and the seconds
+    /// so far: the command line prints it. The clock is read through
+    /// `stopwatch.rs` every 65,536 steps, never by the run.
+    pub progress_within_seed: Option<fn(u64, u64, u64, f64)>,
 }
 
 /// The result of one seed.
@@ -66,6 +68,8 @@ pub struct SeedResult {
     /// How the shrink went, when the reproducer was shrunk: requests and
     /// faults before and after, and whether the time cap stopped it.
     pub shrunk: Option<ShrinkNote>,
+    /// Why the reproducer could not be written (path and error).
+    pub repro_error: Option<String>,
     pub report: Option<String>,
 }
 
@@ -134,29 +138,20 @@ pub fn world_of_draw(
         draw.config.clients as u16,
         draw.config.apis as u16,
     );
-    let world = World::new(&scenario, &draw.rates, Some(generator));
+    let world = World::new(scenario.setup(), &draw.rates, Some(Box::new(generator)));
     (scenario, world)
 }
 
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
-    let outcome = if options.progress_within_seed {
+    let outcome = if let Some(report) = options.progress_within_seed {
         let clock = crate::stopwatch::Stopwatch::start();
         let mut shown = 0.0;
         simulate(&mut world, options.steps, |world, _| {
-            // The clock is read every 65,536 steps, never by the run.
             if world.steps % 65_536 == 0 && clock.seconds() - shown >= 1.0 {
                 shown = clock.seconds();
-                let phase = if world.steps <= options.steps {
-                    format!("step {} of {}", world.steps, options.steps)
-                } else {
-                    format!("draining, step {}", world.steps)
-                };
-                crate::errln!(
-                    "fuzz: seed {seed}: {phase} ({:.0} steps/s)",
-                    world.steps as f64 / shown
-                );
+                report(seed, world.steps, options.steps, shown);
             }
         })
     } else {
@@ -171,6 +166,8 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     // reproduce the failure. Under a mutant most seeds fail, but a
     // violation ends its run early, so the second run is short.
     let log_requests = failed && options.write_repro;
+    // The logging run also watches for the reproducer's timeline page.
+    let mut timeline = log_requests.then(crate::timeline::Recorder::new);
     let again = (options.check_determinism || log_requests).then(|| {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
@@ -178,7 +175,11 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         if failed {
             again.trace.kept = Some(Vec::new());
         }
-        let _ = simulate(&mut again, options.steps, |_, _| {});
+        let _ = simulate(&mut again, options.steps, |world, added| {
+            if let Some(timeline) = timeline.as_mut() {
+                timeline.observe(world, added);
+            }
+        });
         again
     });
     let same = again
@@ -208,30 +209,69 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         if let Some(logged) = again.filter(|_| log_requests && same) {
             let repro = reproducer(&scenario, &logged, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
+            // Shrinking: the run as it was goes to `.full.toml`, the shrunk
+            // scenario to `repro-<seed>.toml`.
             let full = options.out.join(format!("repro-{seed}.full.toml"));
-            let written = std::fs::create_dir_all(&options.out).is_ok();
-            match options.shrink_seconds {
-                Some(seconds) if written && std::fs::write(&full, &text).is_ok() => {
-                    let mut repro = repro;
-                    repro.path = Some(full.display().to_string());
-                    if let Ok(shrunk) = crate::shrink::shrink(&repro, seconds, &mut |_| {}) {
-                        let shrunk_scenario = crate::cli::shrink::shrunk_scenario(&repro, &shrunk);
-                        let text = crate::scenario::write::to_toml_compact(&shrunk_scenario);
-                        if std::fs::write(&path, text).is_ok() {
-                            result.repro = Some(path);
-                            result.shrunk = Some(ShrinkNote {
-                                before: crate::shrink::size(&repro),
-                                after: crate::shrink::size(&shrunk_scenario),
-                                stopped_early: shrunk.stopped_early,
-                            });
+            let first = if options.shrink_seconds.is_some() {
+                &full
+            } else {
+                &path
+            };
+            match std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(first, &text))
+            {
+                Ok(()) => {
+                    let shrunk = options.shrink_seconds.and_then(|seconds| {
+                        let mut original = repro.clone();
+                        original.path = Some(full.display().to_string());
+                        let shrunk = crate::shrink::shrink(&original, seconds, &mut |_| {}).ok()?;
+                        let written = crate::cli::shrink::shrunk_scenario(&original, &shrunk);
+                        Some((original, written, shrunk.stopped_early))
+                    });
+                    // A written-out run that no longer fails is kept whole.
+                    let small = shrunk.as_ref().map_or_else(
+                        || text.clone(),
+                        |(_, written, _)| crate::scenario::write::to_toml_compact(written),
+                    );
+                    let written = if first == &path {
+                        Ok(())
+                    } else {
+                        std::fs::write(&path, small)
+                    };
+                    match written {
+                        Ok(()) => {
+                            result.repro = Some(path.clone());
+                            result.shrunk =
+                                shrunk.map(|(original, written, stopped_early)| ShrinkNote {
+                                    before: crate::shrink::size(&original),
+                                    after: crate::shrink::size(&written),
+                                    stopped_early,
+                                });
+                        }
+                        Err(error) => {
+                            crate::output::remove_partial(&path);
+                            result.repro_error = Some(format!("{}: {error}", path.display()));
                         }
                     }
                 }
-                _ => {
-                    if written && std::fs::write(&path, text).is_ok() {
-                        result.repro = Some(path);
-                    }
+                Err(error) => {
+                    crate::output::remove_partial(first);
+                    result.repro_error = Some(format!("{}: {error}", first.display()));
                 }
+            }
+            if let Some(timeline) = &timeline {
+                let info = crate::timeline::PageInfo {
+                    title: &repro.name,
+                    description: &repro.description,
+                    command: &command,
+                };
+                let page = options.out.join(format!("repro-{seed}.html"));
+                let _ = crate::timeline::write_timeline(
+                    &page,
+                    &logged,
+                    &result.outcome,
+                    timeline,
+                    &info,
+                );
             }
         }
     }
@@ -261,6 +301,7 @@ fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResu
         nondeterminism: None,
         repro: None,
         shrunk: None,
+        repro_error: None,
         report: None,
     }
 }

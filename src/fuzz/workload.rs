@@ -270,6 +270,12 @@ impl Generator {
     }
 }
 
+impl crate::world::input::Workload for Generator {
+    fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64) {
+        Generator::next(self, now, dead_letters)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

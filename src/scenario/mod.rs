@@ -8,11 +8,11 @@ pub mod write;
 use crate::config::Config;
 use crate::faults::ScriptedFault;
 use crate::mutants::Mutant;
-use std::rc::Rc;
+use crate::world::input::Setup;
 
-use crate::task::{TaskEvent, Text};
-use crate::world::engine::ids::{DeadLetterId, OutboxId, TaskId};
-use crate::world::stores::db::Input;
+/// A scenario's requests are the world's own input: the parser and the
+/// fuzz generator both produce `world::input` values.
+pub use crate::world::input::{DeadLetterRef, Request, RequestKind, Target};
 
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,87 +33,18 @@ pub struct Scenario {
     pub config_sha256: Option<String>,
 }
 
-/// Which task a cancel or a status read is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// The task created under this idempotency key.
-    Key(Text),
-    Task(TaskId),
-}
-
-/// Which dead letter an operator replays.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeadLetterRef {
-    Id(DeadLetterId),
-    /// The first dead letter of this message.
-    Message(OutboxId),
-    /// The first dead letter of this task.
-    Task(TaskId),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum RequestKind {
-    /// The input is parsed once, into its canonical JSON and hash: a
-    /// request is cloned into the log and sent again on every retry.
-    Create {
-        key: Text,
-        input: Rc<Input>,
-    },
-    Cancel {
-        target: Target,
-    },
-    ReadStatus {
-        target: Target,
-    },
-    ReplayDeadLetter {
-        dead_letter: DeadLetterRef,
-    },
-    BumpHandlerVersion {
-        version: u64,
-    },
-    AppendEvent {
-        event: TaskEvent,
-    },
-    DeliverEvent {
-        event: TaskEvent,
-    },
-}
-
-impl RequestKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            RequestKind::Create { .. } => "create",
-            RequestKind::Cancel { .. } => "cancel",
-            RequestKind::ReadStatus { .. } => "read-status",
-            RequestKind::ReplayDeadLetter { .. } => "replay-dead-letter",
-            RequestKind::BumpHandlerVersion { .. } => "bump-handler-version",
-            RequestKind::AppendEvent { .. } => "append-event",
-            RequestKind::DeliverEvent { .. } => "deliver-event",
+impl Scenario {
+    /// What the world is built from: everything but the name, the step
+    /// budget and the expectations, which judge the run from outside.
+    pub fn setup(&self) -> Setup {
+        Setup {
+            seed: self.seed,
+            mutant: self.mutant,
+            config: self.config.clone(),
+            requests: self.requests.clone(),
+            faults: self.faults.clone(),
         }
     }
-
-    /// Requests a client sends to an API; the others are operator actions.
-    pub fn from_client(&self) -> bool {
-        matches!(
-            self,
-            RequestKind::Create { .. }
-                | RequestKind::Cancel { .. }
-                | RequestKind::ReadStatus { .. }
-        )
-    }
-}
-
-/// One `[[requests]]` entry. Two creates with the same key and the same
-/// input are one client intent (the second is a retry); ground truth joins
-/// them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Request {
-    pub at_ms: u64,
-    pub kind: RequestKind,
-    /// 0-based client index (`client-1` is 0).
-    pub client: u16,
-    /// 0-based API index the first send goes to; round-robin when absent.
-    pub api: Option<u16>,
 }
 
 /// What an `[expect]` fact demands of the value at its pointer: equal to

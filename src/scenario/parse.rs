@@ -31,9 +31,9 @@ pub fn load(path: &Path) -> Result<Scenario, InputError> {
     if metadata.is_dir() {
         return fail("is a directory; expected a scenario file (.toml)".into());
     }
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::input::read_file(path, crate::input::SCENARIO_BYTES_MAX) {
         Ok(bytes) => bytes,
-        Err(error) => return fail(format!("cannot read: {error}")),
+        Err(message) => return fail(message),
     };
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,

@@ -181,19 +181,25 @@ fn write_toml(scenario: &Scenario, every_knob: bool) -> String {
 }
 
 /// A reproducer written by another sim version or for another config is
-/// still run; the user is told.
-pub fn warn_on_version_mismatch(scenario: &Scenario) {
+/// still run; these say so, for the caller to tell the user.
+pub fn version_warnings(scenario: &Scenario) -> Vec<String> {
+    let mut warnings = Vec::new();
     if let Some(version) = &scenario.sim_version
         && version != SIM_VERSION
     {
-        crate::errln!("warning: written by sim {version}, running sim {SIM_VERSION}");
+        warnings.push(format!(
+            "written by sim {}, running sim {SIM_VERSION}",
+            crate::escape::escape(version)
+        ));
     }
     if let Some(recorded) = &scenario.config_sha256 {
         let actual = config_sha256(&scenario.config);
         if *recorded != actual {
-            crate::errln!(
-                "warning: config_sha256 {recorded} does not match the effective config ({actual})"
-            );
+            warnings.push(format!(
+                "config_sha256 {} does not match the effective config ({actual})",
+                crate::escape::escape(recorded)
+            ));
         }
     }
+    warnings
 }

@@ -5,6 +5,7 @@
 
 pub mod actors;
 pub mod engine;
+pub mod input;
 pub mod stores;
 pub mod truth;
 
@@ -13,13 +14,13 @@ use std::rc::Rc;
 
 use crate::config::Config;
 use crate::faults::{FaultKind, FaultRates, Injector, Site};
-use crate::fuzz::Generator;
-use crate::invariants::{Checker, Violation};
+use crate::invariants::Violation;
+use crate::invariants::checker::Checker;
 use crate::mutants::Mutant;
 use crate::prng::{Prng, Stream};
-use crate::scenario::{Request, Scenario};
 use crate::task::Text;
 use crate::trace::{Record, Trace};
+use input::{Request, Setup, Workload};
 
 use actors::api::Call;
 use actors::client::Outgoing;
@@ -29,7 +30,8 @@ use actors::reconciler::{Reconciler, ReconcilerPhase};
 use actors::worker::{self, Worker};
 use engine::ids::{self, ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
 use engine::keymap::KeyMap;
-use engine::schedule::Schedule;
+use engine::life::{Life, QueuedAt};
+use engine::schedule::{Schedule, Wake};
 use engine::step::{StepCounts, Verb};
 use engine::table::{IdTable, SortedDeque};
 use stores::broker::Broker;
@@ -37,81 +39,6 @@ use stores::cache::Cache;
 use stores::db::{self, Db, Input};
 use stores::store::Store;
 use truth::intents::Intent;
-
-/// A pending entry of the scheduler's queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Wake {
-    /// Issue the scripted request with this index (scripted requests form a
-    /// chain: issuing one schedules the next, as the fuzz generator does, so
-    /// a reproducer's requests interleave exactly like the fuzz run's).
-    Issue(u32),
-    /// The API call with this id takes its next step.
-    Call(CallId),
-    /// A client's wait for the answer to one send ran out.
-    ClientTimeout { request: RequestId, send: u32 },
-    /// A busy actor's next step (exactly one outstanding per busy actor).
-    Continue { actor: ActorId, incarnation: u32 },
-    /// Something may be there for an idle actor.
-    Poke(ActorId),
-    /// The broker may have something to deliver.
-    Broker,
-    /// A crashed actor comes back.
-    Restart(ActorId),
-    /// The fuzz workload draws its next request.
-    Workload,
-    /// The reconciler's housekeeping (ending idempotency retention). It runs
-    /// while the world has other work, but on its own never keeps a run
-    /// going: a world with only housekeeping left is quiet.
-    Housekeeping,
-}
-
-/// Volatile bookkeeping every crashable actor has.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Life {
-    pub up: bool,
-    pub incarnation: u32,
-    /// When a poke is already queued, so pokes are not piled up.
-    pub poke_at: QueuedAt,
-}
-
-/// When a wake of one kind is already queued, so that another for the
-/// same or a later time is not queued too.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueuedAt(Option<u64>);
-
-impl QueuedAt {
-    /// Whether a wake at `at` must be queued (none is at or before it);
-    /// if so, it counts as queued from now on.
-    fn wants(&mut self, at: u64) -> bool {
-        if self.0.is_some_and(|queued| queued <= at) {
-            return false;
-        }
-        self.0 = Some(at);
-        true
-    }
-
-    /// The queued wake for `now` has fired.
-    fn fired(&mut self, now: u64) {
-        if self.0 == Some(now) {
-            self.0 = None;
-        }
-    }
-
-    /// Its wake will find nothing to do (its actor crashed).
-    fn forget(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Life {
-    pub fn new() -> Life {
-        Life {
-            up: true,
-            incarnation: 1,
-            poke_at: QueuedAt::default(),
-        }
-    }
-}
 
 /// What the step being taken touched, for incremental invariant checks.
 #[derive(Debug, Default)]
@@ -239,7 +166,8 @@ pub struct World {
     pub checker: Checker,
     pub counters: Counters,
     pub violation: Option<Violation>,
-    pub generator: Option<Generator>,
+    /// Draws requests while the world runs (the fuzz workload), if any.
+    pub workload: Option<Box<dyn Workload>>,
     /// Requests are still being issued (off while draining).
     pub workload_on: bool,
     /// Invariants are checked after every step (benchmarks switch them off
@@ -293,13 +221,18 @@ fn blank_record() -> Record {
 }
 
 impl World {
-    /// Builds the world a scenario describes, with optional random fault
-    /// rates (fuzz) and workload generator.
-    pub fn new(scenario: &Scenario, rates: &FaultRates, generator: Option<Generator>) -> World {
-        let config = scenario.config.clone();
-        let seed = scenario.seed;
+    /// Builds the world `setup` describes, with optional random fault rates
+    /// (fuzz) and a workload that draws requests as it runs.
+    pub fn new(setup: Setup, rates: &FaultRates, workload: Option<Box<dyn Workload>>) -> World {
+        let Setup {
+            seed,
+            mutant,
+            config,
+            requests,
+            faults,
+        } = setup;
         let mut world = World {
-            mutant: scenario.mutant,
+            mutant,
             seed,
             now: 0,
             steps: 0,
@@ -308,7 +241,7 @@ impl World {
             working: 0,
             housekeeping_at: QueuedAt::default(),
             delays: Prng::new(seed, Stream::Delays),
-            faults: Injector::new(scenario.faults.clone(), rates, seed),
+            faults: Injector::new(faults, rates, seed),
             db: Db::with_quota(config.quota),
             broker: Broker::default(),
             store: Store::default(),
@@ -338,7 +271,7 @@ impl World {
             checker: Checker::default(),
             counters: Counters::default(),
             violation: None,
-            generator,
+            workload,
             workload_on: true,
             invariants_on: true,
             keep_request_log: false,
@@ -355,13 +288,13 @@ impl World {
             next_worker: 0,
             config,
         };
-        let mut script = scenario.requests.clone();
+        let mut script = requests;
         script.sort_by_key(|request| request.at_ms);
         if let Some(first) = script.first() {
             world.schedule(first.at_ms, Wake::Issue(0));
         }
         world.script = script;
-        if world.generator.is_some() {
+        if world.workload.is_some() {
             world.schedule(0, Wake::Workload);
         }
         world
@@ -730,11 +663,10 @@ impl World {
         if !self.workload_on {
             return false;
         }
-        let Some(mut generator) = self.generator.take() else {
+        let Some(workload) = self.workload.as_mut() else {
             return false;
         };
-        let (request, gap) = generator.next(self.now, &self.broker.dead_letters);
-        self.generator = Some(generator);
+        let (request, gap) = workload.next(self.now, &self.broker.dead_letters);
         let at = self.now + gap;
         self.schedule(at, Wake::Workload);
         self.issue(request)

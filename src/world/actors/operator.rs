@@ -2,8 +2,8 @@
 //! replay a dead letter as a NEW task, append an event from outside the
 //! pipeline, or hand an event straight to the projector.
 
-use crate::scenario::{DeadLetterRef, RequestKind};
 use crate::task::Text;
+use crate::world::input::{DeadLetterRef, RequestKind};
 
 use crate::world::World;
 use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};

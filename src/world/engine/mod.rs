@@ -3,6 +3,7 @@
 
 pub mod ids;
 pub mod keymap;
+pub mod life;
 pub mod schedule;
 pub mod step;
 pub mod table;

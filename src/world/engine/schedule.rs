@@ -6,7 +6,34 @@
 
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::world::Wake;
+use crate::world::engine::ids::{ActorId, CallId, RequestId};
+
+/// A pending entry of the scheduler's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wake {
+    /// Issue the scripted request with this index (scripted requests form a
+    /// chain: issuing one schedules the next, as the fuzz generator does, so
+    /// a reproducer's requests interleave exactly like the fuzz run's).
+    Issue(u32),
+    /// The API call with this id takes its next step.
+    Call(CallId),
+    /// A client's wait for the answer to one send ran out.
+    ClientTimeout { request: RequestId, send: u32 },
+    /// A busy actor's next step (exactly one outstanding per busy actor).
+    Continue { actor: ActorId, incarnation: u32 },
+    /// Something may be there for an idle actor.
+    Poke(ActorId),
+    /// The broker may have something to deliver.
+    Broker,
+    /// A crashed actor comes back.
+    Restart(ActorId),
+    /// The fuzz workload draws its next request.
+    Workload,
+    /// The reconciler's housekeeping (ending idempotency retention). It runs
+    /// while the world has other work, but on its own never keeps a run
+    /// going: a world with only housekeeping left is quiet.
+    Housekeeping,
+}
 
 /// Milliseconds the window covers: one bit each in `occupied`.
 const WINDOW: u64 = 64;

@@ -325,7 +325,20 @@ impl<T: Ord> SortedDeque<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::engine::ids::EntryId;
+
+    /// A counter id of the tests' own, numbered from 1 like the world's.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    struct EntryId(u32);
+
+    impl Slot for EntryId {
+        fn slot(self) -> usize {
+            self.0 as usize - 1
+        }
+
+        fn from_slot(slot: usize) -> EntryId {
+            EntryId(u32::try_from(slot + 1).expect("a slot of a u32 id"))
+        }
+    }
 
     #[test]
     fn rows_are_found_by_id_and_the_window_follows_the_oldest_live_row() {

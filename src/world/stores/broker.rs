@@ -4,6 +4,8 @@
 //! passes; after `delivery_attempts_max` deliveries the entry goes to the
 //! dead-letter queue instead of out again.
 
+use std::collections::BTreeMap;
+
 use crate::hash::Sha;
 
 use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
@@ -87,6 +89,9 @@ pub struct Broker {
     /// Live entries per task, so "does the broker still carry this task?"
     /// costs a lookup, not a walk over every entry.
     per_task: IdTable<TaskId, u32>,
+    /// Live entries per message id, likewise for "is this message still
+    /// in a topic?".
+    per_message: BTreeMap<OutboxId, u32>,
 }
 
 fn topic_slot(topic: Topic) -> usize {
@@ -114,6 +119,7 @@ impl Broker {
             Some(count) => *count += 1,
             None => self.per_task.insert(task, 1),
         }
+        *self.per_message.entry(message).or_insert(0) += 1;
         self.entries.insert(
             id,
             Entry {
@@ -185,13 +191,12 @@ impl Broker {
     /// Removes an entry for good (ack). An unknown id is an ack of an entry
     /// already gone: a no-op.
     pub fn ack(&mut self, id: EntryId) -> bool {
-        match self
-            .entries
-            .remove_with(id, |entry| (entry.topic, entry.state, entry.task))
-        {
-            Some((topic, state, task)) => {
+        match self.entries.remove_with(id, |entry| {
+            (entry.topic, entry.state, entry.task, entry.message)
+        }) {
+            Some((topic, state, task, message)) => {
                 self.unindex(id, topic, state);
-                self.forget_task_entry(task);
+                self.forget_entry(task, message);
                 true
             }
             None => false,
@@ -234,7 +239,7 @@ impl Broker {
     ) -> DeadLetterId {
         let entry = self.entries.remove(id).expect("entry exists");
         self.unindex(id, entry.topic, entry.state);
-        self.forget_task_entry(entry.task);
+        self.forget_entry(entry.task, entry.message);
         self.push_dead_letter(&entry, error_code, handler_version, now)
     }
 
@@ -270,11 +275,18 @@ impl Broker {
         self.dead_letters.get(id.slot())
     }
 
-    fn forget_task_entry(&mut self, task: TaskId) {
+    /// One live entry of `task` and `message` is gone.
+    fn forget_entry(&mut self, task: TaskId, message: OutboxId) {
         if let Some(count) = self.per_task.get_mut(task) {
             *count -= 1;
             if *count == 0 {
                 self.per_task.remove(task);
+            }
+        }
+        if let Some(count) = self.per_message.get_mut(&message) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_message.remove(&message);
             }
         }
     }
@@ -290,6 +302,6 @@ impl Broker {
     }
 
     pub fn has_live_message(&self, message: OutboxId) -> bool {
-        self.entries.values().any(|entry| entry.message == message)
+        self.per_message.contains_key(&message)
     }
 }

@@ -414,6 +414,9 @@ pub struct TaskRow {
     pub lease: Option<Lease>,
     pub outbox_rows: Vec<OutboxId>,
     pub redrives: u32,
+    /// Re-drives of the task's dead-lettered events, within `redrive_max`
+    /// as its work's are.
+    pub event_redrives: u32,
     /// The transform's artifact (SHA-256, size), computed once.
     pub artifact: Option<(Sha, u64)>,
     /// Compacted: retention expired; only what invariants still need is kept.
@@ -506,13 +509,20 @@ pub struct Db {
     pub inbox: IdTable<OutboxId, InboxRow>,
     pub quota_remaining: u64,
     pub quota_total: u64,
-    pub manual_review: Vec<ReviewItem>,
+    /// Added to through `review` only, which keeps `review_index` in step.
+    pub(crate) manual_review: Vec<ReviewItem>,
+    /// The review list's items as (task, reason, subject), so adding one
+    /// and asking about a task cost a lookup, not a walk over the list.
+    review_index: BTreeSet<(Option<TaskId>, ReviewReason, String)>,
     pub rejections: Vec<Rejection>,
     pub rejections_total: u64,
     /// Running or cancelling attempts by lease expiry: the reconciler's index.
     pub lease_index: SortedDeque<(u64, TaskId)>,
-    /// Idempotency records by the time their retention may end.
-    pub retention_index: SortedDeque<(u64, Text)>,
+    /// Idempotency records by the time their retention may end. A B-tree:
+    /// a record kept past its due is filed again further out, into the
+    /// middle, where a sorted deque shifted a share of the whole index on
+    /// every insert (9% of a swarm world's 10^6-step run in memmove).
+    pub retention_index: BTreeSet<(u64, Text)>,
     /// Records whose retention waits for their task to end.
     pub parked_retention: BTreeSet<Text>,
     /// Tasks created by replaying a dead letter, by dead-letter id.
@@ -524,7 +534,7 @@ pub struct Db {
     /// retention): it re-plans its next wake.
     pub reconcile_due_changed: bool,
     /// Snapshots recovery refused (dump: `snapshotReports`).
-    pub snapshot_reports: Vec<crate::world::actors::projector::SnapshotReport>,
+    pub snapshot_reports: Vec<SnapshotReport>,
 }
 
 impl Db {
@@ -652,11 +662,7 @@ impl Db {
         subject: String,
         now: u64,
     ) {
-        let exists = self
-            .manual_review
-            .iter()
-            .any(|item| item.task == task && item.reason == reason && item.subject == subject);
-        if !exists {
+        if self.review_index.insert((task, reason, subject.clone())) {
             self.manual_review.push(ReviewItem {
                 task,
                 reason,
@@ -666,23 +672,34 @@ impl Db {
         }
     }
 
+    /// The review index's items about `task` and `reason`.
+    fn reviewed(&self, task: TaskId, reason: ReviewReason) -> bool {
+        let from = (Some(task), reason, String::new());
+        self.review_index
+            .range(from..)
+            .next()
+            .is_some_and(|(t, r, _)| *t == Some(task) && *r == reason)
+    }
+
+    /// The manual-review list, in the order items were added.
+    pub fn review_items(&self) -> &[ReviewItem] {
+        &self.manual_review
+    }
+
     pub fn in_review(&self, task: TaskId) -> bool {
-        self.manual_review
-            .iter()
-            .any(|item| item.task == Some(task))
+        let from = (Some(task), ReviewReason::ALL[0], String::new());
+        self.review_index
+            .range(from..)
+            .next()
+            .is_some_and(|(t, _, _)| *t == Some(task))
     }
 
     /// A review that stops automation on the task itself: its effect cannot
     /// be confirmed, or its history conflicts. Other reasons concern a
     /// message or a snapshot; the task can still be settled.
     pub fn automation_blocked(&self, task: TaskId) -> bool {
-        self.manual_review.iter().any(|item| {
-            item.task == Some(task)
-                && matches!(
-                    item.reason,
-                    ReviewReason::StoreCannotConfirm | ReviewReason::EventIdPayloadConflict
-                )
-        })
+        self.reviewed(task, ReviewReason::StoreCannotConfirm)
+            || self.reviewed(task, ReviewReason::EventIdPayloadConflict)
     }
 
     pub fn reject(&mut self, rejection: Rejection) {
@@ -691,4 +708,13 @@ impl Db {
             self.rejections.push(rejection);
         }
     }
+}
+
+/// A snapshot that failed recovery's checks (dump: `snapshotReports`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotReport {
+    pub task: TaskId,
+    pub through_sequence: i64,
+    pub reason: &'static str,
+    pub step: u64,
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::scenario::{Request, RequestKind, Target};
 use crate::world::actors::api::Response;
+use crate::world::input::{Request, RequestKind, Target};
 use crate::world::stores::db::Answer;
 
 /// Every request issued, in order, and what became of it.

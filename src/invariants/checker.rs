@@ -1,0 +1,480 @@
+//! The checker's memory between steps: a mirror of each task's history,
+//! the inbox rows and keys it has seen, the deliveries still open. Plain
+//! data the world keeps as ground truth; the checks that read and update it
+//! are in `checker/checks.rs`, and `converges` in `checker/converges.rs`.
+
+use crate::hash::Sha;
+use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
+use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::engine::keymap::KeyMap;
+use crate::world::engine::table::IdTable;
+use crate::world::stores::db::{Answer, Db, InboxState, ProcessResult};
+use std::collections::BTreeMap;
+
+mod checks;
+mod converges;
+
+/// What the checker remembers of one task between steps. Its status and
+/// version are its replay's, and the events it has seen are one per entry
+/// of its history after the first.
+#[derive(Debug)]
+struct TaskMirror {
+    /// The check round (`Checker::round`) in which the task's history last
+    /// checked clean: within one round nothing changes the database, so a
+    /// second look (projection, cache) would find the same and is skipped.
+    synced: u64,
+    /// Every state the task had, by version: the initial state, then the
+    /// fold of the events seen so far (true transition, no mutant). Its
+    /// last entry is the replay the state row must equal.
+    history: Vec<TaskState>,
+}
+
+impl TaskMirror {
+    fn replay(&self) -> &TaskState {
+        self.history
+            .last()
+            .expect("a mirror's history starts with the initial state")
+    }
+
+    /// How many of the task's events it has folded.
+    fn events(&self) -> usize {
+        self.history.len() - 1
+    }
+}
+
+/// The checker's memory of one task: all of it while the task lives, its
+/// final status and version once it was compacted. A live mirror is held
+/// inline (its history is already on the heap): no allocation per task for
+/// the mirror itself.
+#[derive(Debug)]
+enum Mirror {
+    Live(TaskMirror),
+    Compacted { status: Status, version: i64 },
+}
+
+/// What the checker knows of a key while its record lives: the first task
+/// created under it and the first other one, if any. Two are enough: the
+/// check asks for a task other than the one the record names, and the
+/// first such task in creation order is always one of these two.
+#[derive(Debug, Default)]
+struct KeyLife {
+    first: Option<TaskId>,
+    first_other: Option<TaskId>,
+    recorded: bool,
+}
+
+impl KeyLife {
+    fn created(&mut self, task: TaskId) {
+        match self.first {
+            None => self.first = Some(task),
+            Some(first) if first != task && self.first_other.is_none() => {
+                self.first_other = Some(task);
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// The first task created under the key that is not `named`.
+    fn other_than(&self, named: Option<TaskId>) -> Option<TaskId> {
+        [self.first, self.first_other]
+            .into_iter()
+            .flatten()
+            .find(|task| Some(*task) != named)
+    }
+}
+
+/// How the worker found a delivery when it registered it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DeliveryClass {
+    /// Its message id has an inbox row with another hash.
+    Conflicting,
+    /// Same id and hash as a final row: must be answered with this result.
+    DuplicateOf(Option<ProcessResult>),
+    Fresh,
+}
+
+/// The checker's copy of an inbox row: payload hash, state, result.
+type InboxCopy = (Sha, InboxState, Option<ProcessResult>);
+
+/// The class of each delivery registered and not yet answered, sorted by
+/// delivery id. Ids are a counter and only a few deliveries are open at a
+/// time, so a new one lands at the end and a search is a few comparisons
+/// in one small block instead of a walk down map nodes.
+#[derive(Debug, Default)]
+struct OpenDeliveries {
+    open: Vec<(u64, DeliveryClass)>,
+}
+
+impl OpenDeliveries {
+    fn find(&self, delivery: u64) -> Result<usize, usize> {
+        self.open.binary_search_by_key(&delivery, |(id, _)| *id)
+    }
+
+    fn get(&self, delivery: u64) -> Option<DeliveryClass> {
+        self.find(delivery).ok().map(|at| self.open[at].1)
+    }
+
+    fn insert(&mut self, delivery: u64, class: DeliveryClass) {
+        match self.find(delivery) {
+            Ok(at) => self.open[at].1 = class,
+            Err(at) => self.open.insert(at, (delivery, class)),
+        }
+    }
+
+    fn remove(&mut self, delivery: u64) {
+        if let Ok(at) = self.find(delivery) {
+            self.open.remove(at);
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Checker {
+    tasks: Vec<Mirror>,
+    /// Event ids that do not name their own task, by the task they went to.
+    event_ids: BTreeMap<Text, TaskId>,
+    /// By message id, like the database's inbox; a copy leaves when its
+    /// task is compacted.
+    inbox: IdTable<OutboxId, InboxCopy>,
+    deliveries: OpenDeliveries,
+    /// Per key: what `KeyLife` keeps of the tasks created under it since
+    /// its last record ended, and whether a record for it has been seen
+    /// alive. A record that lived and
+    /// is gone ends the key's epoch and its entry: memory follows live keys.
+    /// Hashed by the key's fingerprint (`KeyMap`).
+    keys: KeyMap<KeyOf, KeyLife>,
+    accepted_creates: u64,
+    /// Counts `check_step` calls; see `TaskMirror::synced`.
+    round: u64,
+    /// The idempotency records read this round, by key: an API step
+    /// touches a key and answers an intent of the same key, and both checks
+    /// read its record, which cannot change within the round.
+    records: Vec<(Text, Option<RecordView>)>,
+}
+
+/// What the checks read of an idempotency record.
+#[derive(Clone, Copy, Debug)]
+struct RecordView {
+    fingerprint: Sha,
+    committed_ms: u64,
+    answer: Answer,
+}
+
+impl Checker {
+    /// A compacted task's history is gone: keep what judges it from now on
+    /// (its status and version).
+    pub fn forget_history(&mut self, task: TaskId) {
+        if let Some(mirror) = self.tasks.get_mut(task.slot())
+            && let Mirror::Live(live) = mirror
+        {
+            let replay = live.replay();
+            *mirror = Mirror::Compacted {
+                status: replay.status,
+                version: replay.version,
+            };
+        }
+    }
+
+    /// The state `task` had at `version`, once its history checks (`None`
+    /// when it does not, or when that version is not known: a compacted
+    /// task keeps only its current state).
+    fn state_at<'a>(
+        &'a mut self,
+        db: &'a Db,
+        policy: Policy,
+        task: TaskId,
+        version: i64,
+    ) -> Option<&'a TaskState> {
+        self.sync_task(db, policy, task).ok()?;
+        let row = db.task(task);
+        if row.state.version == version {
+            return Some(&row.state);
+        }
+        let Mirror::Live(mirror) = &self.tasks[task.slot()] else {
+            return None;
+        };
+        usize::try_from(version)
+            .ok()
+            .and_then(|v| mirror.history.get(v))
+    }
+
+    /// A worker crashed holding `delivery`: it will never be answered (the
+    /// broker hands the message out again under a new delivery id), so its
+    /// class goes, or every crash would leave one behind for good.
+    pub fn forget_delivery(&mut self, delivery: u64) {
+        self.deliveries.remove(delivery);
+    }
+
+    /// Deliveries registered and not yet answered.
+    pub fn open_deliveries(&self) -> usize {
+        self.deliveries.open.len()
+    }
+
+    pub fn forget_message(&mut self, message: OutboxId) {
+        self.inbox.discard(message);
+    }
+
+    /// terminal-never-reopens, event-id-unique, version-step-one,
+    /// replay-matches-state: the task's event history against its row.
+    /// Brings the mirror up to date when the history checks.
+    fn sync_task(&mut self, db: &Db, policy: Policy, task: TaskId) -> Result<(), Fired> {
+        let Checker {
+            tasks,
+            event_ids,
+            round,
+            ..
+        } = self;
+        let mirror = match mirror_in(tasks, db, task) {
+            Mirror::Compacted { status, version } => {
+                return check_compacted(db, task, *status, *version);
+            }
+            Mirror::Live(live) => live,
+        };
+        if mirror.synced == *round {
+            return Ok(());
+        }
+        let row = db.task(task);
+        let seen = mirror.events();
+        let (was, was_version) = (mirror.replay().status, mirror.replay().version);
+        if was.is_terminal() && row.state.status != was {
+            return Err(reopened(task, was, row.state.status));
+        }
+        let fresh = &row.events[seen..];
+        // Nothing appended: the row must still be the fold of its events.
+        if fresh.is_empty() {
+            if row.state.version != was_version {
+                return Err(Fired {
+                    invariant: "version-step-one",
+                    message: format!(
+                        "{task} went from v{was_version} to v{} with no new event",
+                        row.state.version
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+            if row.state != *mirror.replay() {
+                return Err(Fired {
+                    invariant: "replay-matches-state",
+                    message: format!(
+                        "{task}'s state row changed at v{} without an event",
+                        row.state.version
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+            mirror.synced = *round;
+            return Ok(());
+        }
+        // Whether some fresh id does not name its own task (none do in a
+        // run without outside appends): only then is the map updated below.
+        let mut any_foreign = false;
+        for (offset, stored) in fresh.iter().enumerate() {
+            let event = &stored.event;
+            let (head, colon) = head_of(&event.event_id);
+            let own = names(head, task);
+            any_foreign |= !(colon && own);
+            let earlier = &row.events[..seen + offset];
+            let clash = earlier
+                .iter()
+                .any(|e| e.event.sequence == event.sequence || e.event.event_id == event.event_id)
+                || foreign_id_taken(event_ids, db, task, &event.event_id, head, own);
+            if clash {
+                return Err(Fired {
+                    invariant: "event-id-unique",
+                    message: format!(
+                        "{task} has two events at sequence {} or under id {}",
+                        event.sequence, event.event_id
+                    ),
+                    entities: vec![task.to_string(), event.event_id.to_string()],
+                });
+            }
+        }
+        let added = fresh.len() as i64;
+        let expected_version = fresh.last().map_or(was_version, |s| s.event.sequence);
+        if row.state.version - was_version != added || row.state.version != expected_version {
+            return Err(Fired {
+                invariant: "version-step-one",
+                message: format!(
+                    "{task} went from v{was_version} to v{} with {added} new event(s)",
+                    row.state.version
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        // The fold goes straight into the history; a check that fails takes
+        // it back out, so a failed check leaves the mirror as it was.
+        let history = &mut mirror.history;
+        let start = history.len();
+        for stored in fresh {
+            let replay = history.last().expect("starts with the initial state");
+            match transition(replay, &stored.event, policy) {
+                Transition::Accepted { next, .. } => history.push(next),
+                Transition::Rejected { reason } => {
+                    history.truncate(start);
+                    return Err(Fired {
+                        invariant: "replay-matches-state",
+                        message: format!(
+                            "replaying {task} stops at {}: {}",
+                            stored.event.event_id,
+                            reason.as_str()
+                        ),
+                        entities: vec![task.to_string(), stored.event.event_id.to_string()],
+                    });
+                }
+            }
+        }
+        if *mirror.replay() != row.state {
+            mirror.history.truncate(start);
+            return Err(Fired {
+                invariant: "replay-matches-state",
+                message: format!(
+                    "folding {task}'s events does not give its state row at v{}",
+                    row.state.version
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        // Ids that do not name their own task are checked across tasks.
+        if any_foreign {
+            for stored in fresh {
+                if !owns_id(&stored.event.event_id, task) {
+                    event_ids.insert(stored.event.event_id.clone(), task);
+                }
+            }
+        }
+        mirror.synced = *round;
+        Ok(())
+    }
+}
+
+/// The mirror of `task` in `tasks`, made (with those of the tasks before
+/// it) on first sight.
+fn mirror_in<'a>(tasks: &'a mut Vec<Mirror>, db: &Db, task: TaskId) -> &'a mut Mirror {
+    while tasks.len() <= task.slot() {
+        let id = TaskId(tasks.len() as u32 + 1);
+        let mut history = Vec::with_capacity(3);
+        history.push(initial_state(db.task(id).state.task_id.clone()));
+        tasks.push(Mirror::Live(TaskMirror { synced: 0, history }));
+    }
+    &mut tasks[task.slot()]
+}
+
+/// A terminal task whose status changed.
+fn reopened(task: TaskId, was: Status, now: Status) -> Fired {
+    Fired {
+        invariant: "terminal-never-reopens",
+        message: format!("{task} was {} and is now {}", was.as_str(), now.as_str()),
+        entities: vec![task.to_string()],
+    }
+}
+
+/// A compacted task can only stay as it was: same status, same version, no
+/// history.
+fn check_compacted(db: &Db, task: TaskId, status: Status, version: i64) -> Result<(), Fired> {
+    let row = db.task(task);
+    if row.state.status != status {
+        return Err(reopened(task, status, row.state.status));
+    }
+    if row.state.version != version || !row.events.is_empty() {
+        return Err(Fired {
+            invariant: "version-step-one",
+            message: format!(
+                "compacted {task} moved from v{version} to v{}",
+                row.state.version
+            ),
+            entities: vec![task.to_string()],
+        });
+    }
+    Ok(())
+}
+
+/// Whether `id`, appended to `task`, is already some event's id elsewhere:
+/// in the map of ids that do not name their task, or, for an id that names
+/// another task, among that task's events. `head` is `head_of(id).0` and
+/// `own` whether it names `task`.
+fn foreign_id_taken(
+    event_ids: &BTreeMap<Text, TaskId>,
+    db: &Db,
+    task: TaskId,
+    id: &Text,
+    head: &str,
+    own: bool,
+) -> bool {
+    if event_ids.get(id).is_some_and(|owner| *owner != task) {
+        return true;
+    }
+    if own {
+        return false;
+    }
+    match TaskId::parse(head) {
+        Some(owner) if owner != task => db
+            .find_task(owner)
+            .is_some_and(|row| row.events.iter().any(|e| e.event.event_id == *id)),
+        _ => false,
+    }
+}
+
+/// Whether `head` is `task`'s id as `TaskId::parse` reads it: `task-N`
+/// with N as `decimal` renders it (no leading zeros), so a comparison
+/// with the rendering decides it without parsing.
+fn names(head: &str, task: TaskId) -> bool {
+    let mut digits = [0u8; 20];
+    head.strip_prefix("task-") == Some(crate::task::json::decimal(&mut digits, u64::from(task.0)))
+}
+
+struct Fired {
+    invariant: &'static str,
+    message: String,
+    entities: Vec<String>,
+}
+
+/// Whether an event id has the `<task>:` form of its own task; such ids
+/// cannot collide with another task's, so only the task's own events are
+/// checked for them.
+fn owns_id(id: &str, task: TaskId) -> bool {
+    let (head, colon) = head_of(id);
+    colon && names(head, task)
+}
+
+/// An event id's part before its first `:` (all of it if it has none), and
+/// whether it has one: `split(':').next()` without the general searcher.
+fn head_of(id: &str) -> (&str, bool) {
+    match id.bytes().position(|byte| byte == b':') {
+        Some(colon) => (&id[..colon], true),
+        None => (id, false),
+    }
+}
+
+fn describe(answer: Answer) -> String {
+    match answer {
+        Answer::Accepted(task) => task.to_string(),
+        Answer::Refused(code) => code.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two tasks answer what the whole creation list would: the first task
+    /// created under a key that is not the named one.
+    #[test]
+    fn a_key_life_names_the_first_other_task_as_the_full_list_would() {
+        let ids = [1, 2, 3];
+        for length in 0..5u32 {
+            for code in 0..3u32.pow(length) {
+                let created: Vec<TaskId> = (0..length)
+                    .map(|i| TaskId(ids[(code / 3u32.pow(i) % 3) as usize]))
+                    .collect();
+                let mut life = KeyLife::default();
+                for task in &created {
+                    life.created(*task);
+                }
+                for named in [None, Some(TaskId(1)), Some(TaskId(2)), Some(TaskId(3))] {
+                    let expected = created.iter().copied().find(|task| Some(*task) != named);
+                    assert_eq!(life.other_than(named), expected, "{created:?} {named:?}");
+                }
+            }
+        }
+    }
+}

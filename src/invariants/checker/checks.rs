@@ -1,0 +1,565 @@
+//! The incremental safety checks: after each step, only the invariants
+//! whose entities the step touched (`World::touched`) are judged.
+
+use crate::hash::hex;
+use crate::task::{Status, Text};
+use crate::world::World;
+use crate::world::actors::worker::DeliveryAct;
+use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::stores::db::{Answer, EffectKind, Token};
+
+use super::*;
+use crate::invariants::Violation;
+
+impl World {
+    /// Runs the incremental checks as if the last step had touched
+    /// `touched`, and returns the violation they find. For tests that break
+    /// the state by hand and expect an invariant's id.
+    pub fn check_as_touched(&mut self, touched: crate::world::Touched) -> Option<Violation> {
+        self.violation = None;
+        self.touched = touched;
+        self.check_step();
+        self.violation.take()
+    }
+
+    /// Runs the checks for everything the step touched.
+    pub(crate) fn check_step(&mut self) {
+        // About one step in five (a wake that only moves time, a broker
+        // tick) touches nothing: no check to run, nothing to count.
+        if self.touched.is_empty() {
+            return;
+        }
+        self.checker.round += 1;
+        self.checker.records.clear();
+        let mut fired: Option<Fired> = None;
+        let mut checks = 0u64;
+        macro_rules! check {
+            ($result:expr) => {{
+                checks += 1;
+                if fired.is_none() {
+                    if let Err(found) = $result {
+                        fired = Some(found);
+                    }
+                }
+            }};
+        }
+        // The checks need `&mut self`, so each list is read by index (the
+        // items are `Copy`) instead of moving the whole `Touched` out and
+        // back every step; only the key list, whose items are shared text,
+        // is taken out for the loop.
+        macro_rules! check_each {
+            ($list:ident, |$item:pat_param| $check:expr) => {
+                for index in 0..self.touched.$list.len() {
+                    let $item = self.touched.$list[index];
+                    check!($check);
+                }
+            };
+        }
+        check_each!(created, |task| self.check_created(task));
+        for index in 0..self.touched.created.len() {
+            let key = self.db.task(self.touched.created[index]).key.clone();
+            self.touched.keys.push(key);
+        }
+        if !self.touched.keys.is_empty() {
+            let mut keys = std::mem::take(&mut self.touched.keys);
+            keys.sort();
+            keys.dedup();
+            for key in &keys {
+                check!(self.check_key(key));
+            }
+            self.touched.keys = keys;
+        }
+        check_each!(answers, |(intent, answer, at)| self
+            .check_answer(intent, answer, at));
+        let touched = &mut self.touched;
+        if !touched.tokens.is_empty() {
+            touched
+                .tasks
+                .extend(touched.tokens.iter().map(|token| token.task));
+        }
+        if touched.tasks.len() > 1 {
+            touched.tasks.sort();
+            touched.tasks.dedup();
+        }
+        check_each!(tasks, |task| self.check_task_events(task));
+        check_each!(tokens, |token| self.check_token(token));
+        check_each!(tasks, |task| self.check_artifacts(task));
+        check_each!(cache, |task| self.check_cache(task));
+        // A task listed again is counted again but judged once: nothing
+        // the check reads changes in between, so it would find the same.
+        for index in 0..self.touched.projection.len() {
+            let task = self.touched.projection[index];
+            if self.touched.projection[..index].contains(&task) {
+                checks += 1;
+            } else {
+                check!(self.check_projection(task));
+            }
+        }
+        check_each!(deliveries, |touch| self.check_delivery(&touch));
+        check_each!(delivered, |(entry, count)| self
+            .check_delivered(entry, count));
+        check_each!(entries, |entry| self.check_entry(entry));
+        // The copy of an inbox row follows every write of what it holds
+        // (the worker lists the row when it registers or finalizes it), after
+        // the checks: a conflicting delivery is judged against the row as
+        // the last writing step left it.
+        for index in 0..self.touched.inbox.len() {
+            self.mirror_inbox(self.touched.inbox[index]);
+        }
+        self.counters.invariant_checks += checks;
+        if let Some(found) = fired {
+            let record = self.trace.last().expect("a step was just recorded");
+            self.violation = Some(Violation {
+                invariant: found.invariant,
+                step: record.step,
+                time_ms: record.time_ms,
+                message: found.message,
+                entities: found.entities,
+            });
+        }
+    }
+
+    fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        let replay = row.replay_of.is_some();
+        mirror_in(&mut self.checker.tasks, &self.db, task);
+        let key = KeyOf::new(&row.key);
+        self.checker.keys.get_or_default(key).created(task);
+        if !replay {
+            self.checker.accepted_creates += 1;
+            if self.checker.accepted_creates > self.db.quota_total {
+                return Err(Fired {
+                    invariant: "quota-never-oversold",
+                    message: format!(
+                        "{} creates accepted with a quota of {}",
+                        self.checker.accepted_creates, self.db.quota_total
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn check_answer(
+        &mut self,
+        intent: crate::world::engine::ids::IntentId,
+        answer: Answer,
+        at: u64,
+    ) -> Result<(), Fired> {
+        let Some(record) = self.intents.get(intent) else {
+            return Ok(());
+        };
+        let (key, fingerprint, first) = (record.key.clone(), record.fingerprint, record.first);
+        if let Answer::Accepted(task) = answer {
+            let row = self.db.task(task);
+            if row.fingerprint != fingerprint {
+                return Err(Fired {
+                    invariant: "key-bound-to-fingerprint",
+                    message: format!(
+                        "key {} answered a request with fingerprint {} using {task}, created for fingerprint {}",
+                        key,
+                        &hex(&fingerprint)[..16],
+                        &hex(&row.fingerprint)[..16]
+                    ),
+                    entities: vec![key.to_string(), task.to_string(), intent.to_string()],
+                });
+            }
+        }
+        // The key's live record, read once: its fingerprint and commit time.
+        let live = self
+            .record(&key)
+            .map(|live| (live.fingerprint, live.committed_ms));
+        let reused = live.is_some_and(|(bound, _)| bound != fingerprint);
+        if reused && answer != Answer::Refused("IDEMPOTENCY_KEY_REUSED_WITH_DIFFERENT_REQUEST") {
+            return Err(Fired {
+                invariant: "key-bound-to-fingerprint",
+                message: format!(
+                    "key {} is bound to another fingerprint but answered {intent} with {}",
+                    key,
+                    describe(answer)
+                ),
+                entities: vec![key.to_string(), intent.to_string()],
+            });
+        }
+        match first {
+            None => {
+                let committed = live.map_or(at, |(_, committed_ms)| committed_ms);
+                let intent_row = self.intents.get_mut(intent).expect("read above");
+                intent_row.first = Some(crate::world::truth::intents::IntentAnswer {
+                    answer,
+                    deadline_ms: committed + self.config.idempotency_ttl_ms,
+                });
+                Ok(())
+            }
+            Some(first) if at < first.deadline_ms && first.answer != answer => Err(Fired {
+                invariant: "one-task-per-intent",
+                message: format!(
+                    "{intent} (key {}) first got {} and then {}",
+                    key,
+                    describe(first.answer),
+                    describe(answer)
+                ),
+                entities: vec![intent.to_string(), key.to_string()],
+            }),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The live idempotency record of `key`, searched once per round.
+    fn record(&mut self, key: &Text) -> Option<RecordView> {
+        if let Some((_, view)) = self.checker.records.iter().find(|(read, _)| read == key) {
+            return *view;
+        }
+        let view = self.db.record(key).map(|record| RecordView {
+            fingerprint: record.fingerprint,
+            committed_ms: record.committed_ms,
+            answer: record.answer,
+        });
+        self.checker.records.push((key.clone(), view));
+        view
+    }
+
+    fn check_key(&mut self, key: &Text) -> Result<(), Fired> {
+        let Some(record) = self.record(key) else {
+            // A record that lived and is gone opens a new epoch: a task
+            // created under the key from now on is a new intent's.
+            let key = KeyOf::new(key);
+            if self
+                .checker
+                .keys
+                .get(&key)
+                .is_some_and(|life| life.recorded)
+            {
+                self.checker.keys.remove(&key);
+            }
+            return Ok(());
+        };
+        let named = match record.answer {
+            Answer::Accepted(task) => Some(task),
+            Answer::Refused(_) => None,
+        };
+        let life = self.checker.keys.get_or_default(KeyOf::new(key));
+        life.recorded = true;
+        let other = life.other_than(named);
+        if let Some(other) = other {
+            return Err(Fired {
+                invariant: "one-task-per-key",
+                message: format!(
+                    "key {key} names {} but {other} was also created under it while it lived",
+                    named.map_or("a refusal".to_string(), |t| t.to_string())
+                ),
+                entities: vec![key.to_string(), other.to_string()],
+            });
+        }
+        Ok(())
+    }
+
+    fn check_task_events(&mut self, task: TaskId) -> Result<(), Fired> {
+        self.checker
+            .sync_task(&self.db, self.config.cancel_policy, task)
+    }
+
+    fn check_token(&mut self, token: Token) -> Result<(), Fired> {
+        let Some(object) = self.store.get(token) else {
+            return Ok(());
+        };
+        if object.versions.len() > 1 {
+            return Err(Fired {
+                invariant: "one-artifact-per-token",
+                message: format!(
+                    "token {token} holds {} written versions",
+                    object.versions.len()
+                ),
+                entities: vec![token.to_string(), token.task.to_string()],
+            });
+        }
+        Ok(())
+    }
+
+    /// completed-has-verified-artifact, one-visible-artifact-per-task,
+    /// no-visible-corrupt-artifact.
+    fn check_artifacts(&mut self, task: TaskId) -> Result<(), Fired> {
+        if !self.db.task(task).state.status.is_terminal() {
+            return Ok(());
+        }
+        let (sha, size) = self.expected_artifact(task);
+        let state = &self.db.task(task).state;
+        let store = &self.store;
+        let completed_status = state.status == Status::Completed;
+        let attempt = state.attempt as u32;
+        // The checker's own reading of a good artifact, independent of the
+        // worker's `artifact_is_good`, which it checks.
+        let good = |token: Token, version: Option<&crate::world::stores::store::Version>| -> bool {
+            version.is_some_and(|version| {
+                version.bytes_sha256 == sha
+                    && version.size == size
+                    && version.metadata.task == task
+                    && version.metadata.attempt == token.attempt
+                    && version.metadata.size == size
+                    && version.metadata.sha256 == sha
+            })
+        };
+        // One pass over the task's tokens, one store search each: what the
+        // three checks below need of the visible ones, in token order.
+        let mut visible = 0usize;
+        let mut completed = None;
+        let mut corrupt = None;
+        let mut stray = false;
+        for &token in store.tokens_of(task) {
+            let Some(object) = store.get(token).filter(|o| o.visible()) else {
+                continue;
+            };
+            visible += 1;
+            let current = object.current();
+            if completed.is_none() && token.attempt == attempt && token.kind == EffectKind::Artifact
+            {
+                completed = Some((token, current));
+            }
+            if corrupt.is_none() && !good(token, current) {
+                corrupt = Some(token);
+            }
+            stray |= !(completed_status && token.attempt == attempt && token.generation == 0);
+        }
+        if completed_status {
+            let ok = completed.is_some_and(|(token, current)| {
+                good(token, current)
+                    && current.is_some_and(|v| {
+                        state
+                            .artifact_sha256
+                            .as_deref()
+                            .is_some_and(|text| crate::hash::hex_is(text, &v.bytes_sha256))
+                    })
+            });
+            if !ok {
+                return Err(Fired {
+                    invariant: "completed-has-verified-artifact",
+                    message: format!(
+                        "{task} is completed (attempt {attempt}) but its artifact is missing, hidden or does not verify"
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+        }
+        if let Some(token) = corrupt {
+            return Err(Fired {
+                invariant: "no-visible-corrupt-artifact",
+                message: format!(
+                    "{task} is {} and its artifact {token} fails verification but is visible",
+                    state.status.as_str()
+                ),
+                entities: vec![task.to_string(), token.to_string()],
+            });
+        }
+        let allowed = usize::from(completed_status);
+        if visible > allowed || stray {
+            let visible: Vec<Token> = store
+                .tokens_of(task)
+                .iter()
+                .copied()
+                .filter(|token| store.get(*token).is_some_and(|o| o.visible()))
+                .collect();
+            return Err(Fired {
+                invariant: "one-visible-artifact-per-task",
+                message: format!(
+                    "{task} is {} with {} visible artifact(s): {}",
+                    state.status.as_str(),
+                    visible.len(),
+                    visible
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                entities: std::iter::once(task.to_string())
+                    .chain(visible.iter().map(|t| t.to_string()))
+                    .collect(),
+            });
+        }
+        Ok(())
+    }
+
+    fn check_cache(&mut self, task: TaskId) -> Result<(), Fired> {
+        let Some(crate::world::stores::cache::CacheEntry::View { status, version }) =
+            self.cache.get(task)
+        else {
+            return Ok(());
+        };
+        let current = self.db.task(task).state.version;
+        let real = self
+            .checker
+            .state_at(&self.db, self.config.cancel_policy, task, version)
+            .map(|state| state.status);
+        if version > current || real != Some(status) {
+            return Err(Fired {
+                invariant: "cache-never-ahead",
+                message: format!(
+                    "the cache shows {task} {}/v{version}, which the database never committed (it is at v{current})",
+                    status.as_str()
+                ),
+                entities: vec![
+                    task.to_string(),
+                    crate::world::stores::cache::cache_key(task),
+                ],
+            });
+        }
+        Ok(())
+    }
+
+    fn check_projection(&mut self, task: TaskId) -> Result<(), Fired> {
+        let Some(model) = self.projector.models.get(task) else {
+            return Ok(());
+        };
+        let model = &model.state;
+        let had = self
+            .checker
+            .state_at(&self.db, self.config.cancel_policy, task, model.version);
+        if had != Some(model) {
+            return Err(Fired {
+                invariant: "projection-consistent",
+                message: format!(
+                    "the projector's model of {task} at v{} ({}, attempt {}) is not a state the task had",
+                    model.version,
+                    model.status.as_str(),
+                    model.attempt
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        Ok(())
+    }
+
+    fn check_delivery(
+        &mut self,
+        touch: &crate::world::actors::worker::DeliveryTouch,
+    ) -> Result<(), Fired> {
+        let message = touch.message;
+        let class = if touch.act == DeliveryAct::Register {
+            let class = match self.checker.inbox.get(message) {
+                Some((hash, _, _)) if *hash != touch.payload_sha256 => DeliveryClass::Conflicting,
+                Some((_, state, result)) if state.is_final() => DeliveryClass::DuplicateOf(*result),
+                _ => DeliveryClass::Fresh,
+            };
+            self.checker.deliveries.insert(touch.delivery, class);
+            class
+        } else {
+            self.checker
+                .deliveries
+                .get(touch.delivery)
+                .unwrap_or(DeliveryClass::Fresh)
+        };
+        // Every act of a conflicting delivery, its register included, must
+        // leave the first payload's row as the copy taken after the last
+        // step that wrote it.
+        if class == DeliveryClass::Conflicting {
+            let before = self.checker.inbox.get(message).copied();
+            let after = self
+                .db
+                .inbox
+                .get(message)
+                .map(|row| (row.payload_sha256, row.state, row.result));
+            if before.is_some() && before != after {
+                return Err(Fired {
+                    invariant: "inbox-conflict-quarantined",
+                    message: format!(
+                        "a conflicting delivery of {message} changed the inbox row of the first payload"
+                    ),
+                    entities: vec![message.to_string()],
+                });
+            }
+        }
+        if matches!(
+            touch.act,
+            DeliveryAct::Ack(_) | DeliveryAct::Nack | DeliveryAct::Quarantine | DeliveryAct::Drop
+        ) {
+            self.checker.deliveries.remove(touch.delivery);
+        }
+        match (class, touch.act) {
+            (DeliveryClass::Conflicting, DeliveryAct::Work | DeliveryAct::Ack(_)) => Err(Fired {
+                invariant: "inbox-conflict-quarantined",
+                message: format!(
+                    "a delivery of {message} with a payload hash other than its inbox row's was {}",
+                    if touch.act == DeliveryAct::Work {
+                        "processed"
+                    } else {
+                        "acked as a duplicate"
+                    }
+                ),
+                entities: vec![message.to_string()],
+            }),
+            (DeliveryClass::DuplicateOf(result), DeliveryAct::Ack(answer)) if answer != result => {
+                Err(Fired {
+                    invariant: "duplicate-acked-with-first-result",
+                    message: format!(
+                        "a duplicate of {message} was acked with {} instead of the recorded {}",
+                        answer.map_or("nothing", |r| r.as_str()),
+                        result.map_or("nothing", |r| r.as_str())
+                    ),
+                    entities: vec![message.to_string()],
+                })
+            }
+            (DeliveryClass::DuplicateOf(_), DeliveryAct::Work | DeliveryAct::Nack) => Err(Fired {
+                invariant: "duplicate-acked-with-first-result",
+                message: format!(
+                    "a duplicate of {message} (inbox row final) was processed again instead of answered"
+                ),
+                entities: vec![message.to_string()],
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Keeps the checker's copy of an inbox row (payload hash, state,
+    /// result), after every step that wrote it; a conflicting delivery
+    /// must leave the first hash's row as it was.
+    fn mirror_inbox(&mut self, message: OutboxId) {
+        if let Some(row) = self.db.inbox.get(message) {
+            self.checker
+                .inbox
+                .insert(message, (row.payload_sha256, row.state, row.result));
+        }
+    }
+
+    fn check_delivered(
+        &mut self,
+        entry: crate::world::engine::ids::EntryId,
+        count: u32,
+    ) -> Result<(), Fired> {
+        if u64::from(count) > self.config.delivery_attempts_max {
+            return Err(Fired {
+                invariant: "bounded-deliveries",
+                message: format!(
+                    "{entry} was delivered {count} times (delivery_attempts_max = {})",
+                    self.config.delivery_attempts_max
+                ),
+                entities: vec![entry.to_string()],
+            });
+        }
+        Ok(())
+    }
+
+    fn check_entry(&mut self, entry: crate::world::engine::ids::EntryId) -> Result<(), Fired> {
+        let Some(live) = self.broker.entries.get(entry) else {
+            return Ok(());
+        };
+        let row = self.db.find_outbox(live.message);
+        let committed = row
+            .is_some_and(|row| row.id == live.message && row.payload_sha256 == live.payload_sha256);
+        if !committed {
+            return Err(Fired {
+                invariant: "no-orphan-message",
+                message: format!(
+                    "{entry} in {} carries message id {} with no committed outbox row of that id and payload",
+                    live.topic.as_str(),
+                    live.message
+                ),
+                entities: vec![
+                    entry.to_string(),
+                    live.message.to_string(),
+                    live.task.to_string(),
+                ],
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,81 @@
+//! `converges`, judged once at quiescence: what is still unsettled after
+//! the faults stopped and the system drained.
+
+use crate::world::World;
+
+impl World {
+    /// `converges`, judged at quiescence: what did not converge, if anything.
+    pub fn convergence_failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        for row in &self.db.tasks {
+            let reviewed = self.db.in_review(row.id);
+            if !row.state.status.is_terminal() && !reviewed {
+                failures.push(format!(
+                    "{} is {} and not in manual review",
+                    row.id,
+                    row.state.status.as_str()
+                ));
+            }
+            if !reviewed {
+                for ledger in &row.effects {
+                    if matches!(
+                        ledger.state,
+                        crate::world::stores::db::EffectState::Unknown
+                            | crate::world::stores::db::EffectState::Started
+                    ) {
+                        failures.push(format!(
+                            "effect {} is {}",
+                            ledger.token,
+                            ledger.state.as_str()
+                        ));
+                    }
+                }
+            }
+        }
+        for row in self.db.outbox_rows() {
+            if row.published_ms.is_none() {
+                failures.push(format!("{} is not published", row.id));
+            }
+        }
+        for entry in self.broker.entries.values() {
+            failures.push(format!(
+                "{} ({}, {}) is still in {}",
+                entry.id,
+                entry.message,
+                entry.task,
+                entry.topic.as_str()
+            ));
+        }
+        for letter in &self.broker.dead_letters {
+            if letter.error_code.is_empty() || letter.attempts == 0 {
+                failures.push(format!("{} lost its error code or attempts", letter.id));
+            }
+        }
+        for (task, model) in self.projector.models.iter() {
+            let state = &self.db.task(task).state;
+            if model.state != *state {
+                failures.push(format!(
+                    "the projector's model of {task} is {}/v{} but the task is {}/v{}",
+                    model.state.status.as_str(),
+                    model.state.version,
+                    state.status.as_str(),
+                    state.version
+                ));
+            }
+        }
+        for (task, entry) in self.cache.entries.iter() {
+            if let crate::world::stores::cache::CacheEntry::View { status, version } = entry {
+                let state = &self.db.task(task).state;
+                if state.version != *version || state.status != *status {
+                    failures.push(format!(
+                        "the cache shows {task} {}/v{version} but it is {}/v{}",
+                        status.as_str(),
+                        state.status.as_str(),
+                        state.version
+                    ));
+                }
+            }
+        }
+        failures
+    }
+}

@@ -1,0 +1,423 @@
+//! The projector's steps: apply events in order, refetch gaps, rebuild from a verified snapshot, invalidate the cache, ack.
+
+use crate::faults::{FaultKind, Site};
+use crate::hash::Sha;
+use crate::mutants::Mutant;
+use crate::task::json::state_sha256;
+use crate::task::replay::fold;
+use crate::task::{RejectReason, TaskEvent, Text, Transition, initial_state};
+use crate::world::World;
+use crate::world::engine::ids::{ActorId, TaskId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::broker::Delivery;
+use crate::world::stores::db::ReviewReason;
+use std::rc::Rc;
+
+use super::*;
+
+impl World {
+    pub(in crate::world) fn projector_receive(&mut self, delivery: Delivery, arrival: u64) {
+        if !self.projector.life.up {
+            return;
+        }
+        self.projector.next_order += 1;
+        let order = self.projector.next_order;
+        self.projector.mailbox.push((arrival, order, delivery));
+        self.poke(ActorId::PROJECTOR, arrival);
+    }
+
+    pub(in crate::world) fn projector_step(&mut self, poked: bool) -> bool {
+        match self.projector.phase.clone() {
+            ProjectorPhase::Idle if poked => self.projector_take(),
+            ProjectorPhase::Idle => false,
+            _ if poked => false,
+            ProjectorPhase::Refetch => {
+                self.begin(ActorId::PROJECTOR, Verb::Refetch);
+                let delivery = self
+                    .projector
+                    .current
+                    .clone()
+                    .expect("refetching a delivery");
+                let event = event_of(&delivery);
+                let task = delivery.task;
+                self.rec.task = Some(task);
+                self.rec.version = Some(event.sequence);
+                self.refetch(task, event.sequence);
+                self.projector_after_apply(task);
+                true
+            }
+            ProjectorPhase::Invalidate { task, version } => {
+                self.begin(ActorId::PROJECTOR, Verb::Invalidate);
+                self.rec.task = Some(task);
+                self.rec.version = Some(version);
+                self.invalidate(task, version);
+                self.finish_projector_step();
+                true
+            }
+            ProjectorPhase::Ack => {
+                self.begin(ActorId::PROJECTOR, Verb::Ack);
+                let delivery = self.projector.current.take().expect("acking a delivery");
+                self.rec.task = Some(delivery.task);
+                self.rec.entry = Some(delivery.entry);
+                let acked = self.broker.ack(delivery.entry);
+                self.touched.entries.push(delivery.entry);
+                self.rec.outcome = if acked { "acked" } else { "already-gone" };
+                self.projector.phase = ProjectorPhase::Idle;
+                self.finish();
+                self.projector_idle();
+                true
+            }
+        }
+    }
+
+    fn projector_idle(&mut self) {
+        if !self.projector.life.up {
+            return;
+        }
+        if let Some(arrival) = self
+            .projector
+            .mailbox
+            .iter()
+            .map(|(arrival, _, _)| *arrival)
+            .min()
+        {
+            let at = arrival.max(self.now);
+            self.poke(ActorId::PROJECTOR, at);
+        }
+        self.poke_broker(self.now);
+    }
+
+    fn projector_continue(&mut self, phase: ProjectorPhase) {
+        if !self.projector.life.up {
+            return;
+        }
+        if phase == ProjectorPhase::Idle {
+            self.projector_idle();
+            return;
+        }
+        let delay = match phase {
+            ProjectorPhase::Invalidate { .. } if self.rec_failed_delete() => {
+                self.config.cache_delete_retry_ms
+            }
+            _ => self.latency(),
+        };
+        self.continue_after(ActorId::PROJECTOR, delay);
+    }
+
+    fn rec_failed_delete(&self) -> bool {
+        self.trace
+            .last()
+            .is_some_and(|record| record.outcome == "delete-failed")
+    }
+
+    /// Takes the next arrived delivery and applies it.
+    fn projector_take(&mut self) -> bool {
+        let now = self.now;
+        let Some(position) = self
+            .projector
+            .mailbox
+            .iter()
+            .enumerate()
+            .filter(|(_, (arrival, _, _))| *arrival <= now)
+            .min_by_key(|(_, (arrival, order, _))| (*arrival, *order))
+            .map(|(position, _)| position)
+        else {
+            self.projector_idle();
+            return false;
+        };
+        let (_, _, delivery) = self.projector.mailbox.remove(position);
+        let event = event_of(&delivery);
+        let task = delivery.task;
+        let payload_sha256 = delivery.payload_sha256;
+        self.projector.current = Some(delivery);
+        // A task it has no model of: new, or forgotten in a crash. A task
+        // created after the projector's restart (above the watermark it
+        // read then) is new, and its first event is taken at face value;
+        // any other task is rebuilt from the store. So is a task the store
+        // does not have (an outside event can name any id): the rebuild
+        // finds nothing, and no model is made for a task that is not there.
+        let may_have_forgotten = event.sequence > 1 || task.0 <= self.projector.watermark;
+        if !self.projector.models.contains(task)
+            && (may_have_forgotten || self.db.find_task(task).is_none())
+        {
+            self.begin(ActorId::PROJECTOR, Verb::Rebuild);
+            self.rec.task = Some(task);
+            self.rec.hash = Some(payload_sha256);
+            if self.db.find_task(task).is_none() {
+                self.rec.outcome = "TASK_NOT_FOUND";
+                self.answer_delivery();
+                self.finish_projector_step();
+                return true;
+            }
+            self.rebuild(task);
+            // The delivered event is now old news or next in line.
+            match self.apply_to_model(task, &event, payload_sha256) {
+                Applied::Fresh | Applied::Gap => {}
+                Applied::Duplicate | Applied::Conflict(_) => {}
+            }
+            self.projector_after_apply(task);
+            return true;
+        }
+        self.begin(ActorId::PROJECTOR, Verb::Apply);
+        self.rec.task = Some(task);
+        self.rec.version = Some(event.sequence);
+        self.rec.hash = Some(payload_sha256);
+        match self.apply_to_model(task, &event, payload_sha256) {
+            Applied::Fresh => {
+                self.rec.outcome = "applied";
+                self.projector_after_apply(task);
+            }
+            Applied::Duplicate => {
+                self.rec.outcome = "duplicate";
+                self.sometimes("event-duplicate-ignored");
+                self.answer_delivery();
+                self.finish_projector_step();
+            }
+            Applied::Conflict(code) => {
+                self.rec.outcome = code;
+                self.answer_delivery();
+                self.finish_projector_step();
+            }
+            Applied::Gap => {
+                self.rec.outcome = "SEQUENCE_GAP";
+                self.sometimes("sequence-gap-refetched");
+                self.projector.phase = ProjectorPhase::Refetch;
+                self.finish_projector_step();
+            }
+        }
+        true
+    }
+
+    /// Invalidates the cache for the model's version, then acks.
+    fn projector_after_apply(&mut self, task: TaskId) {
+        let version = self
+            .projector
+            .models
+            .get(task)
+            .map_or(0, |model| model.state.version);
+        self.touched.projection.push(task);
+        self.invalidate(task, version);
+        self.finish_projector_step();
+    }
+
+    fn finish_projector_step(&mut self) {
+        let next = self.projector.phase.clone();
+        self.finish();
+        self.projector_continue(next);
+    }
+
+    /// Deletes the cache key, leaving a version tombstone; a failed delete
+    /// is retried until it succeeds.
+    fn invalidate(&mut self, task: TaskId, version: i64) {
+        self.touched.cache.push(task);
+        if self.fault(Site::CacheDelete) == Some(FaultKind::Fail) {
+            self.rec.outcome = "delete-failed";
+            self.sometimes("cache-delete-retried");
+            self.projector.phase = ProjectorPhase::Invalidate { task, version };
+            return;
+        }
+        self.cache.delete(task, version);
+        if self.rec.outcome == "ok" {
+            self.rec.outcome = "invalidated";
+        }
+        self.answer_delivery();
+    }
+
+    /// Done with the current delivery: ack it to the broker next, or, for an
+    /// event handed over directly (`deliver-event`), simply let it go.
+    fn answer_delivery(&mut self) {
+        let direct = self.projector.current.as_ref().is_some_and(|d| d.direct);
+        self.projector.phase = if direct {
+            self.projector.current = None;
+            ProjectorPhase::Idle
+        } else {
+            ProjectorPhase::Ack
+        };
+    }
+
+    /// Applies one event to the model of its task (lesson 003 §7).
+    /// `payload_sha256` is the hash the message carried (the event store's
+    /// payload hash): the projector compares it, it does not recompute it.
+    fn apply_to_model(&mut self, task: TaskId, event: &TaskEvent, payload_sha256: Sha) -> Applied {
+        let state = self
+            .projector
+            .models
+            .get_or_insert_with(task, || Model {
+                state: initial_state(event.task_id.clone()),
+                applied: Vec::with_capacity(3),
+            })
+            .state
+            .clone();
+        // The state machine judges the order first (lesson 003 §7): an old
+        // sequence is a duplicate or a history conflict, a gap is refetched.
+        let result = match self.run_transition(&state, event) {
+            Transition::Rejected {
+                reason: RejectReason::SequenceGap,
+            } if self.mutant == Some(Mutant::SkipSequenceGaps) => {
+                let mut forced = state;
+                forced.version = event.sequence - 1;
+                self.run_transition(&forced, event)
+            }
+            other => other,
+        };
+        match result {
+            Transition::Accepted { next, .. } => {
+                let model = self.projector.models.get_mut(task).expect("inserted above");
+                model.state = next;
+                while model.applied.len() < (event.sequence - 1) as usize {
+                    model.applied.push((Text::from(""), [0; 32]));
+                }
+                model.applied.push((event.event_id.clone(), payload_sha256));
+                self.touched.projection.push(task);
+                Applied::Fresh
+            }
+            Transition::Rejected {
+                reason: RejectReason::DuplicateOrOldSequence,
+            } => {
+                let model = self.projector.models.get(task).expect("modelled");
+                let seen = usize::try_from(event.sequence - 1)
+                    .ok()
+                    .and_then(|index| model.applied.get(index));
+                match seen {
+                    Some((id, hash)) if *id == event.event_id && *hash == payload_sha256 => {
+                        Applied::Duplicate
+                    }
+                    Some((id, _)) if *id == event.event_id => {
+                        self.record_rejection(task, event, "EVENT_ID_PAYLOAD_CONFLICT");
+                        Applied::Conflict("EVENT_ID_PAYLOAD_CONFLICT")
+                    }
+                    _ => {
+                        self.record_rejection(task, event, "HISTORY_CONFLICT");
+                        self.sometimes("history-conflict-reported");
+                        Applied::Conflict("HISTORY_CONFLICT")
+                    }
+                }
+            }
+            Transition::Rejected {
+                reason: RejectReason::SequenceGap,
+            } => Applied::Gap,
+            Transition::Rejected { reason } => {
+                self.record_rejection(task, event, reason.as_str());
+                Applied::Conflict(reason.as_str())
+            }
+        }
+    }
+
+    /// Fills a gap from the event store, in order, up to `through`.
+    fn refetch(&mut self, task: TaskId, through: i64) {
+        let version = self
+            .projector
+            .models
+            .get(task)
+            .map_or(0, |model| model.state.version);
+        let missing: Vec<(Rc<TaskEvent>, Sha)> = self
+            .db
+            .task(task)
+            .events
+            .iter()
+            .filter(|stored| stored.event.sequence > version && stored.event.sequence <= through)
+            .map(|stored| (Rc::clone(&stored.event), stored.payload_sha256))
+            .collect();
+        self.rec.outcome = "refetched";
+        for (event, sha) in missing {
+            if !matches!(self.apply_to_model(task, &event, sha), Applied::Fresh) {
+                self.rec.outcome = "refetch-stopped";
+                break;
+            }
+        }
+    }
+
+    /// Lazy recovery of one task in ONE read: the latest snapshot whose
+    /// checks pass, the later events, and the state row to compare with.
+    fn rebuild(&mut self, task: TaskId) {
+        let row = self.db.task(task);
+        let row_state = row.state.clone();
+        // Shared, not copied: `report_snapshot` below needs `&mut self`.
+        let events: Vec<Rc<TaskEvent>> = row
+            .events
+            .iter()
+            .map(|stored| Rc::clone(&stored.event))
+            .collect();
+        let applied: Vec<(Text, Sha)> = row
+            .events
+            .iter()
+            .map(|stored| (stored.event.event_id.clone(), stored.payload_sha256))
+            .collect();
+        let snapshots = row.snapshots.clone();
+        let policy = self.config.cancel_policy;
+        let task_text = row_state.task_id.clone();
+        let trust = self.mutant == Some(Mutant::TrustSnapshot);
+        let mut start = None;
+        for snapshot in snapshots.iter().rev() {
+            let sound = state_sha256(&snapshot.state) == snapshot.state_sha256
+                && snapshot.state.task_id == task_text
+                && snapshot.state.version == snapshot.through_sequence;
+            if sound || trust {
+                start = Some(snapshot.clone());
+                break;
+            }
+            self.report_snapshot(task, snapshot.through_sequence, "SNAPSHOT_HASH_MISMATCH");
+        }
+        let mut outcome = "rebuilt-from-events";
+        let mut state = None;
+        if let Some(snapshot) = &start {
+            let later = events
+                .iter()
+                .map(|event| &**event)
+                .filter(|event| event.sequence > snapshot.through_sequence);
+            match fold(snapshot.state.clone(), later, policy) {
+                Ok(rebuilt) if rebuilt == row_state || trust => {
+                    outcome = "rebuilt-from-snapshot";
+                    self.sometimes("snapshot-used");
+                    state = Some(rebuilt);
+                }
+                _ => self.report_snapshot(task, snapshot.through_sequence, "SNAPSHOT_MISMATCH"),
+            }
+        }
+        let state = match state {
+            Some(state) => state,
+            None => match fold(
+                initial_state(task_text),
+                events.iter().map(|event| &**event),
+                policy,
+            ) {
+                Ok(rebuilt) => rebuilt,
+                Err(_) => {
+                    outcome = "REPLAY_FAILED";
+                    row_state.clone()
+                }
+            },
+        };
+        self.rec.outcome = outcome;
+        self.rec.version = Some(state.version);
+        self.projector.models.insert(task, Model { state, applied });
+        self.touched.projection.push(task);
+        self.sometimes("projection-rebuilt");
+    }
+
+    fn report_snapshot(&mut self, task: TaskId, through_sequence: i64, reason: &'static str) {
+        let known = self
+            .db
+            .snapshot_reports
+            .iter()
+            .any(|report| report.task == task && report.through_sequence == through_sequence);
+        if known {
+            return;
+        }
+        self.db
+            .snapshot_reports
+            .push(crate::world::stores::db::SnapshotReport {
+                task,
+                through_sequence,
+                reason,
+                step: self.steps + 1,
+            });
+        self.db.review(
+            Some(task),
+            ReviewReason::SnapshotMismatch,
+            format!("{task}@{through_sequence}"),
+            self.now,
+        );
+        self.sometimes("snapshot-rejected");
+    }
+}

@@ -1,0 +1,400 @@
+//! The reconciler's steps: expired leases, unknown effects, dead-lettered messages, retention and compaction.
+
+use crate::mutants::Mutant;
+use crate::task::Status;
+use crate::world::World;
+use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose};
+use crate::world::engine::ids::{ActorId, DeadLetterId, OutboxId, TaskId};
+use crate::world::engine::step::Verb;
+use crate::world::stores::db::{Payload, ReviewReason, Topic, WorkKind};
+
+use super::*;
+
+impl World {
+    /// The earliest time the reconciler has something to look at.
+    /// When the next repair is due: an expired lease or a dead letter.
+    fn reconcile_due(&self) -> Option<u64> {
+        let lease = self.db.lease_index.first().map(|(until, _)| until + 1);
+        let letters = (!self.broker.unseen_dead_letters.is_empty()).then_some(self.now);
+        [lease, letters].into_iter().flatten().min()
+    }
+
+    /// Wakes the reconciler at the first tick of its period at which
+    /// something is due.
+    pub fn schedule_reconcile(&mut self) {
+        if self.mutant == Some(Mutant::NoReconciler) || !self.reconciler.life.up {
+            return;
+        }
+        if !matches!(self.reconciler.phase, ReconcilerPhase::Idle) {
+            return;
+        }
+        let period = self.config.reconcile_every_ms;
+        let tick = |due: u64, now: u64| (due.div_ceil(period) * period).max(now);
+        if let Some(due) = self.reconcile_due() {
+            self.poke(ActorId::RECONCILER, tick(due, self.now));
+        }
+        // Retention is housekeeping: its wake never keeps a run alive.
+        if let Some((due, _)) = self.db.retention_index.first() {
+            let at = tick(*due, self.now);
+            self.housekeeping(at);
+        }
+    }
+
+    pub(in crate::world) fn reconciler_step(&mut self, poked: bool) -> bool {
+        match self.reconciler.phase.clone() {
+            ReconcilerPhase::Idle if poked => self.reconciler_scan(),
+            ReconcilerPhase::Idle => false,
+            ReconcilerPhase::Fence(_) if poked => false,
+            ReconcilerPhase::Fence(mut fence) => {
+                self.begin(ActorId::RECONCILER, fence.verb());
+                let incarnation = self.reconciler.life.incarnation;
+                let progress = self.fence_step(ActorId::RECONCILER, &mut fence, incarnation);
+                match progress {
+                    FenceProgress::Next(delay) => {
+                        self.reconciler.phase = ReconcilerPhase::Fence(fence);
+                        self.finish();
+                        if self.reconciler.life.up {
+                            self.continue_after(ActorId::RECONCILER, delay);
+                        }
+                    }
+                    FenceProgress::Done | FenceProgress::Abort(_) => {
+                        self.reconciler.phase = ReconcilerPhase::Idle;
+                        self.finish();
+                        let at = self.now + self.latency();
+                        self.poke(ActorId::RECONCILER, at);
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    fn next_due_item(&self) -> Option<Due> {
+        let now = self.now;
+        if let Some((until, task)) = self.db.lease_index.first()
+            && *until < now
+        {
+            return Some(Due::Lease(*task));
+        }
+        if let Some(id) = self.broker.unseen_dead_letters.first() {
+            return Some(Due::DeadLetter(*id));
+        }
+        if let Some((due, key)) = self.db.retention_index.first()
+            && *due <= now
+        {
+            return Some(Due::Retention(key.clone()));
+        }
+        None
+    }
+
+    fn reconciler_scan(&mut self) -> bool {
+        let Some(item) = self.next_due_item() else {
+            self.schedule_reconcile();
+            return false;
+        };
+        match item {
+            Due::Lease(task) => self.reconcile_lease(task),
+            Due::DeadLetter(id) => self.reconcile_dead_letter(id),
+            Due::Retention(key) => self.expire_record(key),
+        }
+        let at = self.now + self.latency();
+        if matches!(self.reconciler.phase, ReconcilerPhase::Idle) {
+            self.poke(ActorId::RECONCILER, at);
+        } else if self.reconciler.life.up {
+            self.continue_after(ActorId::RECONCILER, at - self.now);
+        }
+        true
+    }
+
+    /// An attempt whose lease expired: fence it (its worker is gone or too
+    /// slow), unless the task waits for a human.
+    fn reconcile_lease(&mut self, task: TaskId) {
+        self.begin(ActorId::RECONCILER, Verb::Scan);
+        self.rec.task = Some(task);
+        let state = crate::world::actors::worker::StateSeen::of(&self.db.task(task).state);
+        let lease = self.db.task(task).lease.expect("indexed leases exist");
+        self.rec.attempt = lease.attempt;
+        let live = matches!(state.status, Status::Running | Status::Cancelling)
+            && state.attempt == i64::from(lease.attempt);
+        if !live || self.db.automation_blocked(task) {
+            self.db.set_lease(task, None);
+            self.rec.outcome = if live {
+                "in-manual-review"
+            } else {
+                "stale-lease"
+            };
+        } else {
+            let purpose = if state.status == Status::Cancelling {
+                FencePurpose::Cancel
+            } else {
+                FencePurpose::Retry
+            };
+            self.rec.outcome = "lease-expired";
+            self.sometimes("lease-expired-fenced");
+            self.reconciler.phase =
+                ReconcilerPhase::Fence(Fence::new(task, lease.attempt, purpose));
+        }
+        self.finish();
+    }
+
+    /// A dead letter: re-drive a transiently dead-lettered task (a fresh
+    /// outbox row for the same attempt) within its budget, else review.
+    fn reconcile_dead_letter(&mut self, id: DeadLetterId) {
+        let letter = self
+            .broker
+            .dead_letter_by_id(id)
+            .expect("listed dead letters exist")
+            .clone();
+        let task = letter.task;
+        let transient = letter.transient;
+        let message_live = self.broker.has_live_message(letter.message);
+        // An event the projector never got is worth sending again: applying
+        // it is idempotent, and the read model needs it. But not for ever: a
+        // projector that never acks in time (its steps outlast the
+        // visibility timeout, one delivery allowed) had its events
+        // dead-lettered and re-driven without end, a fresh outbox row and
+        // dead letter each time, until memory ran out. The task's events
+        // share one budget of `redrive_max`, kept apart from its work's.
+        if letter.topic == Topic::TaskEvents
+            && transient
+            && !message_live
+            && self.event_redrive_spent(task)
+        {
+            self.review_dead_letter(id, task, letter.message);
+            return;
+        }
+        if letter.topic == Topic::TaskEvents && transient && !message_live {
+            self.begin(ActorId::RECONCILER, Verb::Redrive);
+            self.rec.task = Some(task);
+            if self.commit_fault() != Some(false) {
+                self.seen_dead_letter(id);
+                self.db.task_mut(task).event_redrives += 1;
+                let Payload::Event(event) = letter.payload else {
+                    unreachable!("task-events carry events");
+                };
+                let message = self.insert_event_row(task, event, letter.payload_sha256);
+                self.rec.message = Some(message);
+                self.poke_publishers();
+                self.rec.outcome = "redriven";
+                self.sometimes("dead-letter-redriven");
+            }
+            self.finish();
+            return;
+        }
+        let live_task = self
+            .db
+            .find_task(task)
+            .is_some_and(|row| !row.state.status.is_terminal());
+        if !transient || !live_task || message_live {
+            self.begin(ActorId::RECONCILER, Verb::Scan);
+            self.rec.task = Some(task);
+            self.rec.message = Some(letter.message);
+            self.rec.outcome = if transient {
+                "nothing-to-redrive"
+            } else {
+                "not-transient"
+            };
+            self.seen_dead_letter(id);
+            self.finish();
+            return;
+        }
+        let redrives = self.db.task(task).redrives;
+        if u64::from(redrives) >= self.config.redrive_max {
+            self.review_dead_letter(id, task, letter.message);
+            return;
+        }
+        self.begin(ActorId::RECONCILER, Verb::Redrive);
+        self.rec.task = Some(task);
+        if self.commit_fault() == Some(false) {
+            self.finish();
+            return;
+        }
+        self.seen_dead_letter(id);
+        self.db.task_mut(task).redrives += 1;
+        let Payload::Work { attempt, .. } = letter.payload else {
+            unreachable!("task-work carries work");
+        };
+        self.insert_work_row(task, WorkKind::TaskRedrive, attempt, self.now);
+        self.rec.outcome = "redriven";
+        self.sometimes("dead-letter-redriven");
+        self.finish();
+    }
+
+    /// Whether the task's events used up their re-drive budget. A task
+    /// gone from the table has no budget left to spend.
+    fn event_redrive_spent(&self, task: TaskId) -> bool {
+        self.db
+            .find_task(task)
+            .is_none_or(|row| u64::from(row.event_redrives) >= self.config.redrive_max)
+    }
+
+    /// A dead letter past its task's re-drive budget goes to a human.
+    fn review_dead_letter(&mut self, id: DeadLetterId, task: TaskId, message: OutboxId) {
+        self.begin(ActorId::RECONCILER, Verb::Review);
+        self.rec.task = Some(task);
+        self.rec.message = Some(message);
+        if self.commit_fault() != Some(false) {
+            self.seen_dead_letter(id);
+            self.db.review(
+                Some(task),
+                ReviewReason::DeadLettered,
+                message.to_string(),
+                self.now,
+            );
+            self.rec.outcome = "DEAD_LETTERED";
+            self.sometimes("dead-letter-to-review");
+        }
+        self.finish();
+    }
+
+    /// The dead letter is handled: it leaves the reconciler's work list
+    /// only with the step that handled it, so a crash before commit leaves
+    /// it there for the next scan.
+    fn seen_dead_letter(&mut self, id: DeadLetterId) {
+        self.broker.unseen_dead_letters.retain(|seen| *seen != id);
+    }
+
+    /// Ends an idempotency record's retention once its task is terminal,
+    /// its outbox rows published and its effects reconciled (lesson 000
+    /// §3.3); otherwise looks again later.
+    fn expire_record(&mut self, key: crate::task::Text) {
+        let due = self
+            .db
+            .retention_index
+            .first()
+            .map(|(due, _)| *due)
+            .expect("due");
+        self.db.retention_index.remove(&(due, key.clone()));
+        self.begin(ActorId::RECONCILER, Verb::Expire);
+        self.touched.keys.push(key.clone());
+        if self.commit_fault() == Some(false) {
+            self.db.retain_until(due, key);
+            self.finish();
+            return;
+        }
+        let Some((answer, committed_ms, fingerprint)) = self
+            .db
+            .record(&key)
+            .map(|record| (record.answer, record.committed_ms, record.fingerprint))
+        else {
+            self.rec.outcome = "gone";
+            self.finish();
+            return;
+        };
+        let task = match answer {
+            crate::world::stores::db::Answer::Accepted(task) => Some(task),
+            crate::world::stores::db::Answer::Refused(_) => None,
+        };
+        self.rec.task = task;
+        let early = self.mutant == Some(Mutant::EarlyIdempotencyExpiry);
+        let done = task.filter(|&task| self.task_finished(task));
+        let finished = early || task.is_none() || done.is_some();
+        if finished {
+            self.db.remove_record(&key);
+            // Past its TTL, the same key and input are a new intent.
+            if self.now >= committed_ms + self.config.idempotency_ttl_ms {
+                self.forget_intent_key(&key, fingerprint);
+            }
+            self.rec.outcome = "expired";
+            self.sometimes("idempotency-record-expired");
+            // Only a finished task is compacted (the early-expiry mutant
+            // drops records of unfinished ones; their rows stay).
+            if let Some(task) = done {
+                self.compact_task(task);
+            }
+        } else if task.is_some_and(|task| self.db.in_review(task)) {
+            // Kept until a human settles the task; nothing to look at again.
+            self.rec.outcome = "kept-for-review";
+        } else if task.is_some_and(|task| !self.db.task(task).state.status.is_terminal()) {
+            // Kept while its task works; the task's terminal event puts
+            // the record back in the index (no polling).
+            self.db.parked_retention.insert(key);
+            self.rec.outcome = "kept";
+            self.sometimes("retention-kept-unfinished");
+        } else {
+            // Ended, but its messages are not all published or an effect
+            // is still open: look again after as long as it has been kept
+            // so far, and at least a reconcile period. Behind a backlog
+            // (one publisher, many workers) a record is looked at a few
+            // times, not once a period: polled every period, 30,000 such
+            // records took 82% of the steps of a long fuzz run.
+            let now = self.now;
+            let record = self.db.record_mut(&key).expect("read above");
+            let kept_since = *record.kept_since_ms.get_or_insert(now);
+            let again = now + (now - kept_since).max(self.config.reconcile_every_ms);
+            self.db.retain_until(again, key);
+            self.rec.outcome = "kept";
+            self.sometimes("retention-kept-unfinished");
+        }
+        self.finish();
+    }
+
+    /// Terminal, every outbox row published, no effect left open.
+    pub fn task_finished(&self, task: TaskId) -> bool {
+        let row = self.db.task(task);
+        row.state.status.is_terminal()
+            && row
+                .outbox_rows
+                .iter()
+                .all(|id| self.db.outbox_row(*id).published_ms.is_some())
+            && row.effects.iter().all(|ledger| !ledger.state.is_open())
+    }
+}
+
+impl World {
+    /// Compacts a task whose retention ended, so memory follows the work in
+    /// flight, not the work done: its state row, key and fingerprint stay
+    /// (a key still maps to its one task, a terminal task still cannot
+    /// reopen) and so do its artifacts (archived, in what the dump shows of
+    /// them); its events, snapshots, ledger,
+    /// outbox and inbox rows, cache entry and read model go. A task that
+    /// anything still carries (a broker entry, a delivery on its way, an
+    /// actor's job) is left whole.
+    pub fn compact_task(&mut self, task: TaskId) {
+        let in_flight = self.broker.carries_task(task)
+            || self
+                .projector
+                .current
+                .as_ref()
+                .is_some_and(|d| d.task == task)
+            || self
+                .projector
+                .mailbox
+                .iter()
+                .any(|(_, _, d)| d.task == task)
+            || self.workers.iter().any(|worker| {
+                worker.job.as_ref().is_some_and(|job| job.task == task)
+                    || worker.mailbox.iter().any(|(_, _, d)| d.task == task)
+            })
+            || (self.calls_by_task > 0
+                && self
+                    .calls
+                    .values()
+                    .any(|call| call.op.task_named() == Some(task)));
+        if in_flight {
+            return;
+        }
+        let row = self.db.task_mut(task);
+        if row.compacted {
+            return;
+        }
+        row.compacted = true;
+        row.events = Vec::new();
+        row.snapshots = Vec::new();
+        row.effects = Vec::new();
+        row.input = self.compacted_input.clone();
+        let rows = std::mem::take(&mut row.outbox_rows);
+        for id in rows {
+            self.db.inbox.discard(id);
+            self.db.drop_outbox_row(id);
+            self.checker.forget_message(id);
+        }
+        self.cache.entries.remove(task);
+        self.projector.models.remove(task);
+        self.store.archive_task(task);
+        self.highest_seen
+            .extract_if((task, 0)..=(task, u16::MAX), |_, _| true)
+            .for_each(drop);
+        self.checker.forget_history(task);
+    }
+}

@@ -1,0 +1,228 @@
+//! The worker's inbox steps (lesson 000 §6): register a delivery with its
+//! payload hash under a processing lease, answer a duplicate with the
+//! recorded result, quarantine a conflicting payload, ack, nack, dead-letter.
+
+use crate::faults::{FaultKind, Site};
+use crate::mutants::Mutant;
+use crate::task::Status;
+use crate::world::World;
+use crate::world::actors::fence::{Fence, FencePurpose};
+use crate::world::stores::db::{InboxRow, InboxState, ReviewReason};
+
+use super::*;
+
+impl World {
+    /// The inbox transaction (DESIGN §3 Process step 1), which also reads
+    /// the task and decides (step 2).
+    pub(super) fn worker_register(&mut self, job: &mut Job) -> Step {
+        if self.commit_fault() == Some(false) {
+            return Step::Done;
+        }
+        let now = self.now;
+        let (actor, incarnation) = self.worker_holder();
+        let message = job.delivery.message;
+        let hash = job.delivery.payload_sha256;
+        let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
+        let dedupe = self.mutant != Some(Mutant::NoInboxDedupe);
+        match self.db.inbox.get(message).cloned() {
+            Some(row) if dedupe && row.payload_sha256 != hash => {
+                if self.mutant == Some(Mutant::NoInboxHashCheck) {
+                    // Treated as a plain duplicate.
+                    if let Some(result) = row.result.filter(|_| row.state.is_final()) {
+                        job.result = Some(result);
+                        self.rec.outcome = "duplicate";
+                        return Step::Next(WorkerPhase::Ack, self.latency());
+                    }
+                    self.rec.outcome = "in-progress";
+                    self.touch_delivery(job, DeliveryAct::Drop);
+                    return Step::Done;
+                }
+                self.rec.outcome = "MESSAGE_ID_PAYLOAD_CONFLICT";
+                self.db.review(
+                    Some(job.task),
+                    ReviewReason::MessageIdPayloadConflict,
+                    message.to_string(),
+                    now,
+                );
+                self.sometimes("inbox-conflict-quarantined");
+                return Step::Next(WorkerPhase::Quarantine, self.latency());
+            }
+            Some(row) if dedupe && row.state.is_final() => {
+                job.result = row.result;
+                self.rec.outcome = "duplicate";
+                self.sometimes("duplicate-absorbed-by-inbox");
+                return Step::Next(WorkerPhase::Ack, self.latency());
+            }
+            Some(row) if dedupe => {
+                let held = row.lease.is_some_and(|(holder, inc, until)| {
+                    until > now && (holder, inc) != (actor, incarnation)
+                });
+                if held {
+                    self.rec.outcome = "lease-held";
+                    self.sometimes("inbox-lease-held");
+                    self.touch_delivery(job, DeliveryAct::Drop);
+                    return Step::Done;
+                }
+                self.db.inbox.get_mut(message).expect("row exists").lease = lease;
+            }
+            _ => {
+                self.db.inbox.insert(
+                    message,
+                    InboxRow {
+                        message,
+                        payload_sha256: hash,
+                        state: InboxState::Processing,
+                        result: None,
+                        lease,
+                        first_seen_ms: now,
+                        completed_ms: None,
+                    },
+                );
+                self.touched.inbox.push(message);
+            }
+        }
+        self.touched.entries.push(job.delivery.entry);
+        self.decide(job)
+    }
+
+    /// Reads the task and decides what this delivery means now (DESIGN §3
+    /// Process step 2). Part of the inbox transaction or of a reload.
+    pub(super) fn decide(&mut self, job: &mut Job) -> Step {
+        let now = self.now;
+        let (actor, incarnation) = self.worker_holder();
+        let state = StateSeen::of(&self.db.task(job.task).state);
+        job.version = state.version;
+        self.rec.version = Some(state.version);
+        let attempt = i64::from(job.attempt);
+        let lease = self.db.task(job.task).lease;
+        let lease_held_elsewhere = lease
+            .is_some_and(|l| l.until_ms > now && (l.holder, l.incarnation) != (actor, incarnation));
+        match state.status {
+            Status::Queued if state.attempt + 1 == attempt => {
+                self.rec.outcome = "start";
+                Step::Next(WorkerPhase::Start, self.latency())
+            }
+            Status::Running | Status::Cancelling if state.attempt == attempt => {
+                if lease_held_elsewhere {
+                    self.rec.outcome = "lease-held";
+                    self.race("two workers starting one task");
+                    self.touch_delivery(job, DeliveryAct::Drop);
+                    return Step::Done;
+                }
+                self.lease_attempt(job);
+                if state.status == Status::Cancelling {
+                    self.rec.outcome = "cancelling";
+                    job.fence = Some(Fence::new(job.task, job.attempt, FencePurpose::Cancel));
+                    return Step::Next(WorkerPhase::Fence, self.latency());
+                }
+                self.rec.outcome = "resume";
+                self.sometimes("attempt-resumed");
+                self.transform_then_plan(job)
+            }
+            _ => {
+                // Terminal, or an attempt the task has moved past.
+                let result = settled_result(job.task, job.attempt, state);
+                job.result = Some(result);
+                self.finalize_inbox(job, InboxState::Completed);
+                self.rec.outcome = "superseded";
+                self.sometimes("stale-message-superseded");
+                Step::Next(WorkerPhase::Ack, self.latency())
+            }
+        }
+    }
+
+    pub(super) fn renew_inbox(&mut self, job: &Job) {
+        let (actor, incarnation) = self.worker_holder();
+        let until = self.now + self.config.inbox_lease_ms;
+        if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
+            && !row.state.is_final()
+        {
+            row.lease = Some((actor, incarnation, until));
+        }
+    }
+
+    pub(super) fn finalize_inbox(&mut self, job: &Job, state: InboxState) {
+        let now = self.now;
+        if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
+            && row.payload_sha256 == job.delivery.payload_sha256
+        {
+            row.state = state;
+            row.result = job.result;
+            row.completed_ms = Some(now);
+            row.lease = None;
+            self.touched.inbox.push(job.delivery.message);
+        }
+    }
+
+    /// Copies the poison message to the dead-letter queue.
+    pub(super) fn worker_dead_letter(&mut self, job: &mut Job, code: &'static str) -> Step {
+        let entry = self.broker.entries.get(job.delivery.entry).cloned();
+        let entry = entry.unwrap_or_else(|| crate::world::stores::broker::Entry {
+            id: job.delivery.entry,
+            topic: job.delivery.topic,
+            message: job.delivery.message,
+            task: job.task,
+            payload: job.delivery.payload.clone(),
+            payload_sha256: job.delivery.payload_sha256,
+            deliveries: job.delivery.count,
+            state: crate::world::stores::broker::EntryState::Ready {
+                visible_ms: self.now,
+            },
+            last_error: None,
+        });
+        let id = self
+            .broker
+            .push_dead_letter(&entry, code, self.handler_version, self.now);
+        self.rec.outcome = "dead-lettered";
+        self.rec.version = Some(i64::from(id.0));
+        self.sometimes("poison-dead-lettered");
+        self.schedule_reconcile();
+        Step::Next(WorkerPhase::Ack, self.latency())
+    }
+
+    /// Acks the delivery (the ack may be lost on the way).
+    pub(super) fn worker_ack(&mut self, job: &mut Job) -> Step {
+        self.touch_delivery(job, DeliveryAct::Ack(job.result));
+        self.touched.entries.push(job.delivery.entry);
+        if self.fault(Site::WorkerAck) == Some(FaultKind::AckLost) {
+            self.rec.outcome = "ack-lost";
+            return Step::Done;
+        }
+        let acked = self.broker.ack(job.delivery.entry);
+        self.rec.outcome = match (acked, job.result) {
+            (false, _) => "already-gone",
+            (true, Some(result)) => result.as_str(),
+            (true, None) => "acked",
+        };
+        Step::Done
+    }
+
+    pub(super) fn worker_nack(&mut self, job: &mut Job, code: &'static str) -> Step {
+        self.touch_delivery(job, DeliveryAct::Nack);
+        self.touched.entries.push(job.delivery.entry);
+        let visible = self.now + self.config.nack_delay_ms;
+        self.broker.nack(job.delivery.entry, visible, code);
+        self.rec.outcome = code;
+        self.poke_broker(visible);
+        Step::Done
+    }
+
+    /// Rejects a conflicting delivery to the dead-letter queue.
+    pub(super) fn worker_quarantine(&mut self, job: &mut Job) -> Step {
+        self.touch_delivery(job, DeliveryAct::Quarantine);
+        self.touched.entries.push(job.delivery.entry);
+        let entry = job.delivery.entry;
+        if self.broker.entries.contains(entry) {
+            self.broker.dead_letter(
+                entry,
+                "MESSAGE_ID_PAYLOAD_CONFLICT",
+                self.handler_version,
+                self.now,
+            );
+            self.rec.outcome = "dead-lettered";
+        } else {
+            self.rec.outcome = "already-gone";
+        }
+        Step::Done
+    }
+}

@@ -1,0 +1,51 @@
+//! What every crashable actor keeps about itself: whether it is up, its
+//! incarnation (a wake for an older one finds nothing to do), and which
+//! wake is already queued for it.
+
+/// Volatile bookkeeping every crashable actor has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Life {
+    pub up: bool,
+    pub incarnation: u32,
+    /// When a poke is already queued, so pokes are not piled up.
+    pub poke_at: QueuedAt,
+}
+
+/// When a wake of one kind is already queued, so that another for the
+/// same or a later time is not queued too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueuedAt(Option<u64>);
+
+impl QueuedAt {
+    /// Whether a wake at `at` must be queued (none is at or before it);
+    /// if so, it counts as queued from now on.
+    pub fn wants(&mut self, at: u64) -> bool {
+        if self.0.is_some_and(|queued| queued <= at) {
+            return false;
+        }
+        self.0 = Some(at);
+        true
+    }
+
+    /// The queued wake for `now` has fired.
+    pub fn fired(&mut self, now: u64) {
+        if self.0 == Some(now) {
+            self.0 = None;
+        }
+    }
+
+    /// Its wake will find nothing to do (its actor crashed).
+    pub fn forget(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Life {
+    pub fn new() -> Life {
+        Life {
+            up: true,
+            incarnation: 1,
+            poke_at: QueuedAt::default(),
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! What drives a world from outside: its setup (shape, seed, mutant,
+//! scripted requests and faults) and the requests themselves. The scenario
+//! parser and the fuzz workload generator both produce these types; the
+//! world names neither of them.
+
+use std::rc::Rc;
+
+use crate::config::Config;
+use crate::faults::ScriptedFault;
+use crate::mutants::Mutant;
+use crate::task::{TaskEvent, Text};
+use crate::world::engine::ids::{DeadLetterId, OutboxId, TaskId};
+use crate::world::stores::broker::DeadLetter;
+use crate::world::stores::db::Input;
+
+/// Everything a world is built from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setup {
+    pub seed: u64,
+    pub mutant: Option<Mutant>,
+    pub config: Config,
+    /// Scripted requests, issued at their times as a chain.
+    pub requests: Vec<Request>,
+    pub faults: Vec<ScriptedFault>,
+}
+
+/// A source of requests drawn while the world runs (the fuzz workload).
+/// The world asks for the next request when the previous one's gap has
+/// passed, and stops asking when its workload is switched off.
+pub trait Workload {
+    /// The request to issue now, and the gap in virtual milliseconds until
+    /// the next one. It may look at the dead letters (replays name them).
+    fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64);
+}
+
+/// Which task a cancel or a status read is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The task created under this idempotency key.
+    Key(Text),
+    Task(TaskId),
+}
+
+/// Which dead letter an operator replays.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeadLetterRef {
+    Id(DeadLetterId),
+    /// The first dead letter of this message.
+    Message(OutboxId),
+    /// The first dead letter of this task.
+    Task(TaskId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestKind {
+    /// The input is parsed once, into its canonical JSON and hash: a
+    /// request is cloned into the log and sent again on every retry.
+    Create {
+        key: Text,
+        input: Rc<Input>,
+    },
+    Cancel {
+        target: Target,
+    },
+    ReadStatus {
+        target: Target,
+    },
+    ReplayDeadLetter {
+        dead_letter: DeadLetterRef,
+    },
+    BumpHandlerVersion {
+        version: u64,
+    },
+    AppendEvent {
+        event: TaskEvent,
+    },
+    DeliverEvent {
+        event: TaskEvent,
+    },
+}
+
+impl RequestKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            RequestKind::Create { .. } => "create",
+            RequestKind::Cancel { .. } => "cancel",
+            RequestKind::ReadStatus { .. } => "read-status",
+            RequestKind::ReplayDeadLetter { .. } => "replay-dead-letter",
+            RequestKind::BumpHandlerVersion { .. } => "bump-handler-version",
+            RequestKind::AppendEvent { .. } => "append-event",
+            RequestKind::DeliverEvent { .. } => "deliver-event",
+        }
+    }
+
+    /// Requests a client sends to an API; the others are operator actions.
+    pub fn from_client(&self) -> bool {
+        matches!(
+            self,
+            RequestKind::Create { .. }
+                | RequestKind::Cancel { .. }
+                | RequestKind::ReadStatus { .. }
+        )
+    }
+}
+
+/// One `[[requests]]` entry. Two creates with the same key and the same
+/// input are one client intent (the second is a retry); ground truth joins
+/// them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub at_ms: u64,
+    pub kind: RequestKind,
+    /// 0-based client index (`client-1` is 0).
+    pub client: u16,
+    /// 0-based API index the first send goes to; round-robin when absent.
+    pub api: Option<u16>,
+}
