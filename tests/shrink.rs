@@ -317,3 +317,32 @@ fn a_fuzz_campaign_stops_at_its_time_budget_or_its_first_failure() {
     );
     assert!(!written.is_empty());
 }
+
+#[test]
+fn sim_shrink_refuses_an_out_that_is_its_input_or_a_directory_before_any_work() {
+    let dir = scratch("shrink-out");
+    let input = dir.join("mutant.toml");
+    let mutant = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/mutants/no-inbox-hash-check.toml"
+    );
+    std::fs::copy(mutant, &input).unwrap();
+    for out in [input.as_path(), dir.as_path()] {
+        let output = sim(&[
+            "shrink",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("`--out`") && !stderr.contains("shrink: original"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&input).unwrap(),
+        std::fs::read_to_string(mutant).unwrap()
+    );
+}

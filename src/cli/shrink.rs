@@ -65,6 +65,19 @@ pub fn shrink_command(file: &Path, options: &ShrinkOptions) -> u8 {
             return EXIT_INPUT;
         }
     };
+    // `--out` is checked and opened before the search, as `sim run` does
+    // with its outputs: a directory, the input itself, a device that
+    // refuses writes is exit 2 before any work.
+    let mut out_file = match &options.out {
+        Some(path) => match crate::cli::outputs::open_all(&[("--out", path)], &[file]) {
+            Ok(mut opened) => opened.pop(),
+            Err(error) => {
+                crate::errln!("{error}");
+                return EXIT_INPUT;
+            }
+        },
+        None => None,
+    };
     for warning in crate::scenario::write::version_warnings(&scenario) {
         crate::errln!("warning: {}", crate::escape::escape(&warning));
     }
@@ -105,13 +118,18 @@ pub fn shrink_command(file: &Path, options: &ShrinkOptions) -> u8 {
             ""
         }
     );
-    match &options.out {
-        Some(path) => {
-            if let Err(error) = std::fs::write(path, &text) {
-                crate::output::remove_partial(path);
+    match out_file.as_mut() {
+        Some(output) => {
+            use std::io::Write as _;
+            if let Err(error) = output
+                .file
+                .write_all(text.as_bytes())
+                .and_then(|()| output.file.flush())
+            {
+                crate::cli::outputs::remove_created(std::slice::from_ref(output));
                 crate::errln!(
                     "{}",
-                    InputError::new(format!("cannot write: {error}")).in_file(path)
+                    InputError::new(format!("cannot write: {error}")).in_file(&output.path)
                 );
                 return EXIT_INPUT;
             }
