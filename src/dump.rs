@@ -291,7 +291,7 @@ impl World {
             })
             .collect();
         let accepted = self.db.quota_total - self.db.quota_remaining;
-        json!({
+        let dump = json!({
             "schemaVersion": SCHEMA_VERSION,
             "scenario": scenario,
             "seed": self.seed,
@@ -325,6 +325,12 @@ impl World {
                 "faultsInjected": self.faults.injected.len(),
             },
             "violations": violations,
-        })
+        });
+        // What each request got back, when the run kept it (`sim run`).
+        let mut dump = dump;
+        if let Some(answers) = &self.answers {
+            dump["requests"] = Value::Array(answers.list.clone());
+        }
+        dump
     }
 }

@@ -170,6 +170,25 @@ pub struct ScriptedFault {
     pub actor: Option<ActorId>,
 }
 
+impl ScriptedFault {
+    /// The fault as a scenario spells it, for warnings: `crash/crash
+    /// actor = "worker-1" after = "worker.put" nth = 2`.
+    pub fn describe(&self) -> String {
+        let mut text = format!("{}/{}", self.site.as_str(), self.kind.as_str());
+        if let Some(actor) = self.actor {
+            text.push_str(&format!(" actor = \"{actor}\""));
+        }
+        match &self.placement {
+            Placement::Nth(n) => text.push_str(&format!(" nth = {n}")),
+            Placement::Step(step) => text.push_str(&format!(" step = {step}")),
+            Placement::After { action, nth } => {
+                text.push_str(&format!(" after = \"{action}\" nth = {nth}"))
+            }
+        }
+        text
+    }
+}
+
 /// Random rates per (site, kind), in parts per million of occurrences.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FaultRates {
@@ -456,11 +475,21 @@ impl Injector {
     /// Scripted faults that never fired: a scenario whose fault missed its
     /// mark deserves a warning.
     pub fn unfired(&self) -> Vec<&ScriptedFault> {
+        self.unfired_indexed()
+            .into_iter()
+            .map(|(_, fault)| fault)
+            .collect()
+    }
+
+    /// Scripted faults that never fired, with their 0-based index in the
+    /// scenario's `[[faults]]`.
+    pub fn unfired_indexed(&self) -> Vec<(usize, &ScriptedFault)> {
         self.scripted
             .iter()
             .zip(self.fired.iter())
-            .filter(|(_, fired)| !**fired)
-            .map(|(fault, _)| fault)
+            .enumerate()
+            .filter(|(_, (_, fired))| !**fired)
+            .map(|(index, (fault, _))| (index, fault))
             .collect()
     }
 }

@@ -17,6 +17,7 @@ pub mod prng;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod shrink;
 pub mod simulate;
 pub mod stopwatch;
 pub mod task;

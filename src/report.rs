@@ -1,7 +1,7 @@
 //! Human reports: the run summary, coverage figures, and the violation
 //! report with everything needed to understand and reproduce a failure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::faults::{FaultKind, Site};
@@ -9,6 +9,7 @@ use crate::hash::hex;
 use crate::invariants::Violation;
 use crate::simulate::Outcome;
 use crate::task::{EventType, RejectReason, Status};
+use crate::trace::Record;
 use crate::world::World;
 
 /// The races lesson 003 §11 asks coverage of.
@@ -77,6 +78,49 @@ impl Coverage {
             self.races.1
         )
     }
+}
+
+/// What coverage did not reach, by name: `(status, event type)` pairs as
+/// `status/EventType`, reject reasons and races. One run's counters and a
+/// campaign's summed maps both answer the three questions.
+pub fn not_reached(
+    pair_seen: impl Fn(Status, EventType) -> bool,
+    rejection_seen: impl Fn(&str) -> bool,
+    race_seen: impl Fn(&str) -> bool,
+) -> Vec<(&'static str, Vec<String>)> {
+    let pairs: Vec<String> = Status::ALL
+        .iter()
+        .flat_map(|status| EventType::ALL.iter().map(move |event| (*status, *event)))
+        .filter(|(status, event)| !pair_seen(*status, *event))
+        .map(|(status, event)| format!("{}/{}", status.as_str(), event.as_str()))
+        .collect();
+    let rejections = RejectReason::ALL
+        .iter()
+        .map(|reason| reason.as_str())
+        .filter(|reason| !rejection_seen(reason))
+        .map(String::from)
+        .collect();
+    let races = RACES
+        .iter()
+        .filter(|race| !race_seen(race))
+        .map(|race| race.to_string())
+        .collect();
+    vec![
+        ("transitions", pairs),
+        ("rejections", rejections),
+        ("races", races),
+    ]
+}
+
+/// The `not_reached` lists as lines: `transitions not reached: …`.
+pub fn not_reached_lines(lists: &[(&'static str, Vec<String>)]) -> String {
+    let mut out = String::new();
+    for (what, missing) in lists {
+        if !missing.is_empty() {
+            let _ = writeln!(out, "{what} not reached: {}", missing.join(", "));
+        }
+    }
+    out
 }
 
 /// Faults injected, counted by (site, kind).
@@ -182,28 +226,135 @@ pub fn summary(world: &World, scenario: &str, outcome: &Outcome) -> String {
     out
 }
 
-/// The violation report: what broke, where, the trace around it, the
-/// faults so far and the command that reproduces it.
-pub fn violation_report(world: &World, violation: &Violation, reproduce: &str) -> String {
+/// Steps of a slice shown before the gap when it is long, and after it.
+const SLICE_HEAD: usize = 12;
+const SLICE_TAIL: usize = 48;
+
+/// The identifiers a record is about, as text (`task-3`, `outbox-7`,
+/// `entry-9`).
+fn record_ids(record: &Record) -> impl Iterator<Item = String> {
+    [
+        record.task.map(|task| task.to_string()),
+        record.message.map(|message| message.to_string()),
+        record.entry.map(|entry| entry.to_string()),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The causal slice of a violation: every step up to it that touched the
+/// violation's entities (its tasks, messages and broker entries, named in
+/// its entities, message or breaking step), and the steps that touched
+/// what those steps were about (the entry a message was published as,
+/// the task a message belongs to), in step order.
+pub fn causal_slice<'a>(records: &'a [Record], violation: &Violation) -> Vec<&'a Record> {
+    let upto: Vec<&Record> = records
+        .iter()
+        .filter(|record| record.step <= violation.step)
+        .collect();
+    let mut ids: BTreeSet<String> = BTreeSet::new();
+    let texts = violation
+        .entities
+        .iter()
+        .map(String::as_str)
+        .chain([violation.message.as_str()]);
+    for text in texts {
+        for token in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+            let numbered = |prefix: &str| {
+                token
+                    .strip_prefix(prefix)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            };
+            if numbered("task-") || numbered("outbox-") || numbered("entry-") {
+                ids.insert(token.to_string());
+            }
+        }
+    }
+    if let Some(record) = upto.iter().find(|record| record.step == violation.step) {
+        ids.extend(record_ids(record));
+    }
+    // One round of "what produced it": the ids that share a step with the
+    // violation's own.
+    let mut grown = ids.clone();
+    for record in &upto {
+        if record_ids(record).any(|id| ids.contains(&id)) {
+            grown.extend(record_ids(record));
+        }
+    }
+    upto.into_iter()
+        .filter(|record| record_ids(record).any(|id| grown.contains(&id)))
+        .collect()
+}
+
+/// The violation report: what broke, where, what the invariant expected
+/// and what it saw, the causal slice of the whole trace (`records`, from a
+/// re-run; without it the last 20 steps of the ring), the faults so far
+/// and the command that reproduces it.
+pub fn violation_report(
+    world: &World,
+    violation: &Violation,
+    reproduce: &str,
+    records: Option<&[Record]>,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "VIOLATION {} at step {} (t={}ms)",
         violation.invariant, violation.step, violation.time_ms
     );
-    let _ = writeln!(out, "  {}", violation.message);
+    if let Some(invariant) = crate::invariants::INVARIANTS
+        .iter()
+        .find(|invariant| invariant.id == violation.invariant)
+    {
+        let _ = writeln!(out, "  expected: {}", invariant.statement);
+    }
+    let _ = writeln!(out, "  saw:      {}", violation.message);
     let _ = writeln!(out, "  entities: {}", violation.entities.join(", "));
     let tail = world.trace.tail(crate::trace::RING_LEN);
-    if let Some(record) = tail.iter().find(|record| record.step == violation.step) {
+    let broke = records
+        .and_then(|records| records.iter().find(|record| record.step == violation.step))
+        .or_else(|| {
+            tail.iter()
+                .copied()
+                .find(|record| record.step == violation.step)
+        });
+    if let Some(record) = broke {
         let _ = writeln!(out, "  broke at:\n  {}", record.story_line(false));
     }
-    let _ = writeln!(out, "  last 20 steps:");
-    let last: Vec<_> = tail
-        .iter()
-        .filter(|record| record.step <= violation.step)
-        .collect();
-    for record in last.iter().skip(last.len().saturating_sub(20)) {
-        let _ = writeln!(out, "  {}", record.story_line(false));
+    match records {
+        Some(records) => {
+            let slice = causal_slice(records, violation);
+            let _ = writeln!(
+                out,
+                "  the steps that touched its tasks, messages and entries ({} of {}):",
+                slice.len(),
+                violation.step
+            );
+            let long = slice.len() > SLICE_HEAD + SLICE_TAIL;
+            for (index, record) in slice.iter().enumerate() {
+                if long && index == SLICE_HEAD {
+                    let _ = writeln!(
+                        out,
+                        "  … {} steps of the slice left out …",
+                        slice.len() - SLICE_HEAD - SLICE_TAIL
+                    );
+                }
+                if long && index >= SLICE_HEAD && index < slice.len() - SLICE_TAIL {
+                    continue;
+                }
+                let _ = writeln!(out, "  {}", record.story_line(false));
+            }
+        }
+        None => {
+            let _ = writeln!(out, "  last 20 steps:");
+            let last: Vec<_> = tail
+                .iter()
+                .filter(|record| record.step <= violation.step)
+                .collect();
+            for record in last.iter().skip(last.len().saturating_sub(20)) {
+                let _ = writeln!(out, "  {}", record.story_line(false));
+            }
+        }
     }
     if world.faults.injected.is_empty() {
         let _ = writeln!(out, "  faults injected so far: none");

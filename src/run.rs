@@ -4,7 +4,7 @@
 
 use crate::error::{EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION};
 use crate::faults::FaultRates;
-use crate::scenario::Scenario;
+use crate::scenario::{Matcher, Scenario};
 use crate::simulate::{Outcome, simulate};
 use crate::world::World;
 
@@ -30,12 +30,8 @@ pub fn execute(
     let dump = world.dump(&name);
     let mut unmet = Vec::new();
     for (pointer, expected) in &scenario.expect.facts {
-        match dump.pointer(pointer) {
-            Some(actual) if actual == expected => {}
-            Some(actual) => unmet.push(format!("{pointer} is {actual}, expected {expected}")),
-            None => unmet.push(format!(
-                "{pointer} is absent from the dump, expected {expected}"
-            )),
+        if let Some(failed) = Matcher::of(expected).judge(pointer, dump.pointer(pointer)) {
+            unmet.push(failed);
         }
     }
     let fired = outcome.fired();
@@ -72,8 +68,11 @@ pub fn execute(
 }
 
 /// Builds the world a scenario describes (no random faults, no workload).
+/// It keeps what each request got back, for the dump's `requests` key.
 pub fn world_for(scenario: &Scenario) -> World {
-    World::new(scenario.setup(), &FaultRates::none(), None)
+    let mut world = World::new(scenario.setup(), &FaultRates::none(), None);
+    world.answers = Some(Default::default());
+    world
 }
 
 /// The command that reproduces a run of this scenario.
@@ -84,4 +83,14 @@ pub fn reproduce_command(scenario: &Scenario) -> String {
         command.push_str(&format!(" --mutant {}", mutant.name()));
     }
     command
+}
+
+/// Every trace record of a run of `scenario`, from a second run (runs are
+/// deterministic): a violation report's causal slice reads the whole
+/// trace, which the first run does not keep.
+pub fn full_trace(scenario: &Scenario) -> Vec<crate::trace::Record> {
+    let mut world = world_for(scenario);
+    world.trace.kept = Some(Vec::new());
+    let _ = simulate(&mut world, scenario.steps_max, |_, _| {});
+    world.trace.kept.take().unwrap_or_default()
 }

@@ -132,6 +132,20 @@ impl Record {
         out.push('}');
     }
 
+    /// The header line of the human story, aligned with `story_line`: the
+    /// ids a step was about follow its outcome (the README explains them).
+    pub fn story_header() -> String {
+        format!(
+            "{:>6}  {:>10}  {:<12} {:<22} {:<28}{}",
+            "step",
+            "time",
+            "actor",
+            "action",
+            "outcome",
+            " task attempt-N vN message entry-N #hash"
+        )
+    }
+
     /// One aligned line of the human story.
     pub fn story_line(&self, colour: bool) -> String {
         let mut ids = String::new();

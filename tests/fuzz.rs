@@ -60,32 +60,50 @@ fn a_planted_violation_gives_a_reproducer_that_replays_it() {
         "{stdout}"
     );
     assert!(stdout.contains("reproduce: sim run"), "{stdout}");
-    let repro = dir.join("repro-1.toml");
-    let written = std::fs::read_to_string(&repro).expect("a reproducer was written");
+    // The written-out run replays step for step; the shrunk reproducer
+    // breaks the same invariant with less.
+    let full = dir.join("repro-1.full.toml");
+    let shrunk = dir.join("repro-1.toml");
+    let written = std::fs::read_to_string(&full).expect("the full reproducer was written");
+    let small = std::fs::read_to_string(&shrunk).expect("the shrunk reproducer was written");
     assert!(
         written.contains("[[requests]]") && written.contains("mutant = \"no-fingerprint-check\"")
     );
-    let replay = sim(&["run", repro.to_str().unwrap(), "--quiet"]);
-    let replayed = text(&replay.stdout);
-    assert_eq!(
-        replay.status.code(),
-        Some(1),
-        "the reproducer fails as the fuzz run did: {replayed}"
-    );
-    assert!(written.contains("key-bound-to-fingerprint at step"));
-    assert!(!written.contains("[expect]"), "{written}");
     assert!(
-        replayed.contains("VIOLATION key-bound-to-fingerprint"),
-        "{replayed}"
+        small.contains("mutant = \"no-fingerprint-check\""),
+        "{small}"
     );
+    assert!(
+        small.matches("[[requests]]").count() < written.matches("[[requests]]").count(),
+        "{small}"
+    );
+    assert!(stdout.contains("shrunk from"), "{stdout}");
+    assert!(written.contains("key-bound-to-fingerprint at step"));
     let original_step = stdout
         .lines()
         .find(|l| l.starts_with("VIOLATION"))
         .expect("a violation line");
-    assert!(
-        replayed.contains(original_step),
-        "same invariant at the same step: {original_step}"
-    );
+    for (repro, same_step) in [(&full, true), (&shrunk, false)] {
+        let text_of = std::fs::read_to_string(repro).unwrap();
+        assert!(!text_of.contains("[expect]"), "{text_of}");
+        let replay = sim(&["run", repro.to_str().unwrap(), "--quiet"]);
+        let replayed = text(&replay.stdout);
+        assert_eq!(
+            replay.status.code(),
+            Some(1),
+            "the reproducer fails as the fuzz run did: {replayed}"
+        );
+        assert!(
+            replayed.contains("VIOLATION key-bound-to-fingerprint"),
+            "{replayed}"
+        );
+        if same_step {
+            assert!(
+                replayed.contains(original_step),
+                "same invariant at the same step: {original_step}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod readme;
 mod replay_events;
 mod retention;
 mod scenarios;
+mod shrink;
 mod tidy;
 mod timeline;
 mod transition;

@@ -92,6 +92,9 @@ fn a_read_outlives_its_keys_record() {
         out: std::env::temp_dir(),
         write_repro: false,
         stop_at_first: false,
+        shrink_seconds: None,
+        time_seconds: None,
+        progress_within_seed: None,
     };
     assert!(options.mutant.is_some());
     let killed = [56, 187, 190, 197, 319]

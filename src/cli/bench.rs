@@ -291,6 +291,9 @@ pub fn measure(workload: &Workload) -> Sample {
                 out: std::env::temp_dir(),
                 write_repro: false,
                 stop_at_first: false,
+                shrink_seconds: None,
+                time_seconds: None,
+                progress_within_seed: None,
             };
             let list: Vec<u64> = list;
             let watch = Stopwatch::start();

@@ -44,6 +44,31 @@ pub struct FuzzOptions {
     /// Print the summary as JSON (shards' JSON merges with `sim fuzz merge`)
     #[arg(long)]
     pub json: bool,
+    /// Write each failing seed's reproducer as it ran, without shrinking it
+    #[arg(long)]
+    pub no_shrink: bool,
+    /// Wall-clock budget in seconds for shrinking one failing seed
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0, value_parser = crate::cli::shrink::parse_seconds)]
+    pub shrink_time: f64,
+    /// Stop at the first seed that fails (the seeds already running finish)
+    #[arg(long)]
+    pub stop_at_first: bool,
+    /// Start no seed after SECONDS of wall-clock time (the seeds running then finish)
+    #[arg(long, value_name = "SECONDS", value_parser = crate::cli::shrink::parse_seconds)]
+    pub time: Option<f64>,
+}
+
+/// One long seed's progress line, about every second.
+fn seed_progress(seed: u64, steps: u64, fault_steps: u64, seconds: f64) {
+    let phase = if steps <= fault_steps {
+        format!("step {steps} of {fault_steps}")
+    } else {
+        format!("draining, step {steps}")
+    };
+    crate::errln!(
+        "fuzz: seed {seed}: {phase} ({:.0} steps/s)",
+        steps as f64 / seconds
+    );
 }
 
 /// The seeds a shard `index/count` runs out of `first..first + runs`
@@ -77,7 +102,14 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
         check_determinism: options.check_determinism,
         out: crate::fuzz::campaign::out_dir(options.out.as_deref()),
         write_repro: true,
-        stop_at_first: false,
+        stop_at_first: options.stop_at_first,
+        shrink_seconds: (!options.no_shrink).then_some(options.shrink_time),
+        time_seconds: options.time,
+        progress_within_seed: (!options.quiet
+            && seeds.len() == 1
+            && options.steps >= 1_000_000
+            && !options.json)
+            .then_some(seed_progress as fn(u64, u64, u64, f64)),
     };
     let started = crate::stopwatch::Stopwatch::start();
     let terminal = std::io::stderr().is_terminal();
@@ -108,6 +140,17 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
     });
     if !quiet && terminal && started.seconds() > 1.0 {
         crate::errln!();
+    }
+    if results.len() < total && (options.time.is_some() || options.stop_at_first) {
+        crate::errln!(
+            "fuzz: stopped after {} of {total} seeds ({})",
+            results.len(),
+            if results.iter().any(|r| !r.outcome.converged()) && options.stop_at_first {
+                "--stop-at-first: a seed failed"
+            } else {
+                "--time: the time budget ran out"
+            }
+        );
     }
     let mut summary = Summary {
         seconds: started.seconds(),
@@ -151,6 +194,21 @@ pub fn fuzz_command(options: &FuzzOptions) -> u8 {
             if let Some(path) = &result.repro {
                 let path = path.display().to_string();
                 crate::outln!("  reproducer written: {}", crate::escape::escape(&path));
+                if let Some(note) = &result.shrunk {
+                    crate::outln!(
+                        "  shrunk from {} requests and {} faults to {} and {}{} (the full run: repro-{}.full.toml)",
+                        note.before.0,
+                        note.before.1,
+                        note.after.0,
+                        note.after.1,
+                        if note.stopped_early {
+                            ", stopped at the time cap"
+                        } else {
+                            ""
+                        },
+                        result.seed
+                    );
+                }
             }
             if let Some(error) = &result.repro_error {
                 crate::outln!("  REPRODUCER NOT WRITTEN: {}", crate::escape::escape(error));

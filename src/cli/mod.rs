@@ -12,6 +12,7 @@ pub mod outputs;
 pub mod replay_events;
 pub mod run;
 pub mod score;
+pub mod shrink;
 pub mod transition;
 
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use bench::BenchOptions;
 use fuzz::FuzzOptions;
 use run::RunOptions;
 use score::ScoreOptions;
+use shrink::ShrinkOptions;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -66,6 +68,13 @@ pub enum Command {
         /// Internal: measure one workload in this process and print its sample
         #[arg(long, hide = true, value_name = "NAME")]
         run_one: Option<String>,
+    },
+    /// Shrink a failing scenario to a smaller one that fails with the same invariant
+    Shrink {
+        /// Scenario file (TOML) that fails: a violation, or no convergence
+        file: PathBuf,
+        #[command(flatten)]
+        options: ShrinkOptions,
     },
     /// Check a scenario file without running it
     Validate {
@@ -165,6 +174,7 @@ fn dispatch(command: Command) -> u8 {
             options,
             run_one: None,
         } => crate::cli::bench::bench_command(&options),
+        Command::Shrink { file, options } => crate::cli::shrink::shrink_command(&file, &options),
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
                 crate::outln!(

@@ -31,6 +31,9 @@ pub struct RunOptions {
     /// Leave the step-by-step story out; print only the summary
     #[arg(long)]
     pub quiet: bool,
+    /// After the summary, name the transitions, rejections, races and sometimes-targets the run did not reach
+    #[arg(long)]
+    pub coverage: bool,
     /// Write the run as a self-contained HTML timeline to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -98,6 +101,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     } else {
         Box::new(Guarded::new("standard output", std::io::stdout().lock()))
     };
+    if story {
+        let _ = writeln!(out, "{}", crate::trace::Record::story_header());
+    }
     let mut finished = execute(&scenario, world, |world, added| {
         if let Some(timeline) = timeline.as_mut() {
             timeline.observe(world, added);
@@ -176,8 +182,32 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
     // escaped, so a scenario cannot drive the terminal.
     let text = summary(&finished.world, &name, &finished.outcome);
     let _ = write!(out, "{}", escape_lines(&text));
+    if options.coverage {
+        let counters = &finished.world.counters;
+        let missing = crate::report::not_reached(
+            |status, event| counters.transitions.contains_key(&(status, event)),
+            |reason| counters.rejections.get(reason).is_some_and(|n| *n > 0),
+            |race| counters.races.get(race).is_some_and(|n| *n > 0),
+        );
+        let _ = write!(out, "{}", crate::report::not_reached_lines(&missing));
+        let sometimes: Vec<&str> = crate::report::SOMETIMES
+            .iter()
+            .copied()
+            .filter(|target| counters.sometimes.get(target).is_none_or(|n| *n == 0))
+            .collect();
+        if !sometimes.is_empty() {
+            let _ = writeln!(out, "sometimes not reached: {}", sometimes.join(", "));
+        }
+    }
     if let Some(violation) = &finished.outcome.violation {
-        let report = violation_report(&finished.world, violation, &reproduce_command(&scenario));
+        // The causal slice reads the whole trace: a second, identical run.
+        let records = crate::run::full_trace(&scenario);
+        let report = violation_report(
+            &finished.world,
+            violation,
+            &reproduce_command(&scenario),
+            Some(&records),
+        );
         let _ = write!(out, "\n{}", escape_lines(&report));
     }
     for unmet in &finished.unmet {
@@ -191,13 +221,42 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             "expected violation `{expected}` fired, as the scenario says"
         );
     }
-    for fault in finished.world.faults.unfired() {
+    let expected = scenario.expect.facts.len() + usize::from(scenario.expect.violation.is_some());
+    if expected > 0 {
         let _ = writeln!(
             out,
-            "warning: scripted fault {}/{} never fired",
-            fault.site.as_str(),
-            fault.kind.as_str()
+            "expect: {} of {expected} held",
+            expected.saturating_sub(finished.unmet.len())
         );
+    }
+    let total = scenario.faults.len();
+    for (index, fault) in finished.world.faults.unfired_indexed() {
+        let _ = writeln!(
+            out,
+            "warning: scripted fault {} of {total} ({}) never fired",
+            index + 1,
+            fault.describe()
+        );
+    }
+    // A scripted request whose client is down at its time is dropped, as a
+    // real client's would be: the scenario most likely meant otherwise.
+    if let Some(answers) = &finished.world.answers {
+        for (index, entry) in answers.dropped() {
+            let _ = writeln!(
+                out,
+                "warning: request {} ({} {}) at {} ms was dropped: {} was down (dump: /requests/{index})",
+                index + 1,
+                entry["kind"].as_str().unwrap_or("?"),
+                escape(
+                    entry["key"]
+                        .as_str()
+                        .or(entry["task"].as_str())
+                        .unwrap_or("")
+                ),
+                entry["issuedMs"],
+                entry["client"].as_str().unwrap_or("its client"),
+            );
+        }
     }
     drop(out);
     if let (Some(text), true) = (&dump_text, dump_to_stdout) {

@@ -62,6 +62,9 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
                 out: std::env::temp_dir(),
                 write_repro: false,
                 stop_at_first: true,
+                shrink_seconds: None,
+                time_seconds: None,
+                progress_within_seed: None,
             };
             let results = run_seeds(&seeds, &campaign, |_| {});
             let mut steps = 0;

@@ -30,6 +30,19 @@ pub struct CampaignOptions {
     /// Stop at the first seed that fails, by a violation or by not
     /// converging (mutant scoring: either kills the mutant).
     pub stop_at_first: bool,
+    /// Shrink each failing seed's reproducer (`sim shrink`) with this
+    /// wall-clock budget in seconds: `repro-<seed>.toml` is then the
+    /// shrunk scenario and `repro-<seed>.full.toml` the written-out run.
+    pub shrink_seconds: Option<f64>,
+    /// Start no seed after this many wall-clock seconds (the seeds running
+    /// then finish): a campaign's results then depend on the machine's
+    /// speed, which the summary says.
+    pub time_seconds: Option<f64>,
+    /// Called about every second within a seed (a single long seed) with
+    /// the seed, the steps so far, the fault phase's length and the seconds
+    /// so far: the command line prints it. The clock is read through
+    /// `stopwatch.rs` every 65,536 steps, never by the run.
+    pub progress_within_seed: Option<fn(u64, u64, u64, f64)>,
 }
 
 /// The result of one seed.
@@ -52,9 +65,20 @@ pub struct SeedResult {
     /// A determinism failure: the first record where two runs differ.
     pub nondeterminism: Option<String>,
     pub repro: Option<PathBuf>,
+    /// How the shrink went, when the reproducer was shrunk: requests and
+    /// faults before and after, and whether the time cap stopped it.
+    pub shrunk: Option<ShrinkNote>,
     /// Why the reproducer could not be written (path and error).
     pub repro_error: Option<String>,
     pub report: Option<String>,
+}
+
+/// What shrinking a seed's reproducer did, for the summary.
+#[derive(Clone, Debug)]
+pub struct ShrinkNote {
+    pub before: (usize, usize),
+    pub after: (usize, usize),
+    pub stopped_early: bool,
 }
 
 /// Drain steps a fuzz run allows for each step of its fault phase, when
@@ -121,7 +145,18 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
-    let outcome = simulate(&mut world, options.steps, |_, _| {});
+    let outcome = if let Some(report) = options.progress_within_seed {
+        let clock = crate::stopwatch::Stopwatch::start();
+        let mut shown = 0.0;
+        simulate(&mut world, options.steps, |world, _| {
+            if world.steps % 65_536 == 0 && clock.seconds() - shown >= 1.0 {
+                shown = clock.seconds();
+                report(seed, world.steps, options.steps, shown);
+            }
+        })
+    } else {
+        simulate(&mut world, options.steps, |_, _| {})
+    };
     let mut result = summarize(seed, &world, draw, outcome);
     let failed = !result.outcome.converged();
     // The world logs no requests (the log grows with every one), so a
@@ -136,6 +171,10 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let again = (options.check_determinism || log_requests).then(|| {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
+        // A failing seed's report shows the causal slice of the whole trace.
+        if failed {
+            again.trace.kept = Some(Vec::new());
+        }
         let _ = simulate(&mut again, options.steps, |world, added| {
             if let Some(timeline) = timeline.as_mut() {
                 timeline.observe(world, added);
@@ -153,7 +192,15 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());
         result.report = Some(match &result.outcome.violation {
-            Some(violation) => crate::report::violation_report(&world, violation, &command),
+            Some(violation) => crate::report::violation_report(
+                &world,
+                violation,
+                &command,
+                again
+                    .as_ref()
+                    .filter(|_| same)
+                    .and_then(|again| again.trace.kept.as_deref()),
+            ),
             None => format!(
                 "DID NOT CONVERGE (seed {seed}): {}\n  reproduce: {command}\n",
                 result.outcome.not_converged.join("; ")
@@ -162,11 +209,53 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         if let Some(logged) = again.filter(|_| log_requests && same) {
             let repro = reproducer(&scenario, &logged, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
-            match std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(&path, text)) {
-                Ok(()) => result.repro = Some(path),
+            // Shrinking: the run as it was goes to `.full.toml`, the shrunk
+            // scenario to `repro-<seed>.toml`.
+            let full = options.out.join(format!("repro-{seed}.full.toml"));
+            let first = if options.shrink_seconds.is_some() {
+                &full
+            } else {
+                &path
+            };
+            match std::fs::create_dir_all(&options.out).and_then(|()| std::fs::write(first, &text))
+            {
+                Ok(()) => {
+                    let shrunk = options.shrink_seconds.and_then(|seconds| {
+                        let mut original = repro.clone();
+                        original.path = Some(full.display().to_string());
+                        let shrunk = crate::shrink::shrink(&original, seconds, &mut |_| {}).ok()?;
+                        let written = crate::cli::shrink::shrunk_scenario(&original, &shrunk);
+                        Some((original, written, shrunk.stopped_early))
+                    });
+                    // A written-out run that no longer fails is kept whole.
+                    let small = shrunk.as_ref().map_or_else(
+                        || text.clone(),
+                        |(_, written, _)| crate::scenario::write::to_toml_compact(written),
+                    );
+                    let written = if first == &path {
+                        Ok(())
+                    } else {
+                        std::fs::write(&path, small)
+                    };
+                    match written {
+                        Ok(()) => {
+                            result.repro = Some(path.clone());
+                            result.shrunk =
+                                shrunk.map(|(original, written, stopped_early)| ShrinkNote {
+                                    before: crate::shrink::size(&original),
+                                    after: crate::shrink::size(&written),
+                                    stopped_early,
+                                });
+                        }
+                        Err(error) => {
+                            crate::output::remove_partial(&path);
+                            result.repro_error = Some(format!("{}: {error}", path.display()));
+                        }
+                    }
+                }
                 Err(error) => {
-                    crate::output::remove_partial(&path);
-                    result.repro_error = Some(format!("{}: {error}", path.display()));
+                    crate::output::remove_partial(first);
+                    result.repro_error = Some(format!("{}: {error}", first.display()));
                 }
             }
             if let Some(timeline) = &timeline {
@@ -211,6 +300,7 @@ fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResu
         outcome,
         nondeterminism: None,
         repro: None,
+        shrunk: None,
         repro_error: None,
         report: None,
     }
@@ -289,6 +379,7 @@ pub fn run_seeds(
     let next = std::sync::atomic::AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (sender, receiver) = std::sync::mpsc::channel::<SeedResult>();
+    let clock = crate::stopwatch::Stopwatch::start();
     let mut results: Vec<SeedResult> = Vec::new();
     std::thread::scope(|scope| {
         for _ in 0..jobs {
@@ -298,6 +389,12 @@ pub fn run_seeds(
             scope.spawn(move || {
                 loop {
                     if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    if options
+                        .time_seconds
+                        .is_some_and(|limit| clock.seconds() > limit)
+                    {
                         break;
                     }
                     let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{EXIT_NOT_CONVERGED, EXIT_OK, EXIT_VIOLATION};
 use crate::faults::{Site, catalogue};
 use crate::fuzz::campaign::SeedResult;
-use crate::report::{Coverage, RACES, SOMETIMES};
+use crate::report::{Coverage, SOMETIMES};
 
 /// A seed that failed, for the summary.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -186,14 +186,15 @@ impl Summary {
             |race| self.races.contains_key(race),
         );
         let _ = writeln!(out, "coverage      {}", coverage.line());
-        let missing: Vec<&str> = RACES
-            .iter()
-            .copied()
-            .filter(|race| !self.races.contains_key(*race))
-            .collect();
-        if !missing.is_empty() {
-            let _ = writeln!(out, "races not reached: {}", missing.join(", "));
-        }
+        let missing = crate::report::not_reached(
+            |status, event| {
+                self.transitions
+                    .contains_key(&format!("{}/{}", status.as_str(), event.as_str()))
+            },
+            |reason| self.rejections.contains_key(reason),
+            |race| self.races.contains_key(race),
+        );
+        out.push_str(&crate::report::not_reached_lines(&missing));
         let _ = writeln!(out, "sometimes targets:");
         for target in SOMETIMES {
             let n = self.sometimes.get(target).copied().unwrap_or(0);

@@ -641,9 +641,27 @@ impl Parser<'_> {
                 }
                 expect.violation = Some(id);
             } else if key.starts_with('/') {
-                expect
-                    .facts
-                    .push((key.to_string(), self.json(value, &path)?));
+                let expected = self.json(value, &path)?;
+                // A one-key table naming a matcher must spell it right.
+                if let Some(map) = expected.as_object()
+                    && map.len() == 1
+                    && let Some((name, given)) = map.iter().next()
+                    && matches!(name.as_str(), "null" | "absent" | "len")
+                    && crate::scenario::Matcher::of(&expected)
+                        == crate::scenario::Matcher::Equals(&expected)
+                {
+                    let wanted = if name == "len" {
+                        "a non-negative integer, like { len = 3 }"
+                    } else {
+                        "true, like { null = true }"
+                    };
+                    return Err(self.error(
+                        value.span(),
+                        &path,
+                        format!("`{name}` takes {wanted}, found {given}"),
+                    ));
+                }
+                expect.facts.push((key.to_string(), expected));
             } else {
                 return Err(self.error(span, &path, "expected `violation` or a JSON pointer into the dump, like \"/tasks/task-1/status\""));
             }

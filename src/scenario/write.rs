@@ -113,13 +113,26 @@ fn fault_toml(fault: &ScriptedFault) -> String {
     let _ = match &fault.placement {
         Placement::Nth(n) => writeln!(out, "nth = {n}"),
         Placement::Step(s) => writeln!(out, "step = {s}"),
+        Placement::After { action, nth: 1 } => writeln!(out, "after = \"{action}\""),
         Placement::After { action, nth } => writeln!(out, "after = \"{action}\"\nnth = {nth}"),
     };
     out
 }
 
-/// The whole scenario as TOML.
+/// The whole scenario as TOML, every knob written out (a reproducer's
+/// world stays the same when a default changes).
 pub fn to_toml(scenario: &Scenario) -> String {
+    write_toml(scenario, true)
+}
+
+/// The scenario as TOML with only the knobs that differ from their
+/// defaults, for a shrunk scenario a person reads: its `config_sha256`
+/// still says when the effective configuration moved.
+pub fn to_toml_compact(scenario: &Scenario) -> String {
+    write_toml(scenario, false)
+}
+
+fn write_toml(scenario: &Scenario, every_knob: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "name = {}", quote(&scenario.name));
     let _ = writeln!(out, "description = {}", quote(&scenario.description));
@@ -134,8 +147,19 @@ pub fn to_toml(scenario: &Scenario) -> String {
         "config_sha256 = {}",
         quote(&config_sha256(&scenario.config))
     );
-    let _ = writeln!(out, "\n[config]");
-    for (name, value) in scenario.config.values() {
+    let defaults = Config::default().values();
+    let knobs: Vec<_> = scenario
+        .config
+        .values()
+        .into_iter()
+        .zip(defaults)
+        .filter(|(value, default)| every_knob || value != default)
+        .map(|(value, _)| value)
+        .collect();
+    if !knobs.is_empty() {
+        let _ = writeln!(out, "\n[config]");
+    }
+    for (name, value) in knobs {
         let _ = writeln!(out, "{name} = {value}");
     }
     if scenario.expect.violation.is_some() || !scenario.expect.facts.is_empty() {

@@ -177,6 +177,9 @@ pub struct World {
     /// unless asked for: the log grows with the run and only a reproducer
     /// reads it (`campaign::run_seed` runs a failing seed again to log it).
     pub keep_request_log: bool,
+    /// What each request got back, for the dump's `requests` key; `None`
+    /// (not kept) unless asked for, as `sim run` does.
+    pub answers: Option<crate::world::truth::answers::Answers>,
     /// The step under way.
     rec: Record,
     pub touched: Touched,
@@ -272,6 +275,7 @@ impl World {
             workload_on: true,
             invariants_on: true,
             keep_request_log: false,
+            answers: None,
             rec: blank_record(),
             touched: Touched::default(),
             crash_now: None,

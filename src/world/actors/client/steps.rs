@@ -19,15 +19,28 @@ impl World {
             self.requests.push(request.clone());
         }
         if !request.kind.from_client() {
+            if let Some(answers) = &mut self.answers {
+                answers.issued(&request, self.now, None, false);
+            }
             return self.operator_step(&request.kind);
         }
         let client = request.client.min(self.clients.len() as u16 - 1);
         let life = self.clients[client as usize];
         if !life.up || !self.workload_on {
+            // A request whose client is down is dropped, as a real
+            // client's would be; `sim run` warns about each one.
+            if let Some(answers) = &mut self.answers
+                && self.workload_on
+            {
+                answers.issued(&request, self.now, None, true);
+            }
             return false;
         }
         self.next_request += 1;
         let id = RequestId(self.next_request);
+        if let Some(answers) = &mut self.answers {
+            answers.issued(&request, self.now, Some(id.0), false);
+        }
         let (op, intent) = match request.kind {
             RequestKind::Create { key, input } => {
                 let fingerprint = fingerprint(&input);
@@ -114,12 +127,18 @@ impl World {
         let life = self.clients[client as usize];
         if outgoing.sends != send || !life.up || life.incarnation != outgoing.incarnation {
             if life.incarnation != outgoing.incarnation {
+                if let Some(answers) = &mut self.answers {
+                    answers.ended(id.0, outgoing.sends, self.now, "lost-with-client");
+                }
                 self.end_request(id);
             }
             return false;
         }
         let actor = ActorId::new(ActorKind::Client, client);
         if outgoing.sends >= self.config.client_attempts_max as u32 {
+            if let Some(answers) = &mut self.answers {
+                answers.ended(id.0, outgoing.sends, self.now, "gave-up");
+            }
             self.begin(actor, Verb::GiveUp);
             self.end_request(id);
             self.rec.outcome = "gave-up";
@@ -156,6 +175,9 @@ impl World {
                 self.rec.outcome = "older-than-seen";
             }
             *seen = (*seen).max(*version);
+        }
+        if let Some(answers) = &mut self.answers {
+            answers.answered(id.0, outgoing.sends, self.now, &response);
         }
         self.end_request(id);
     }
