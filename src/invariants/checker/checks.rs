@@ -478,7 +478,12 @@ impl World {
             (DeliveryClass::Conflicting, DeliveryAct::Work | DeliveryAct::Ack(_)) => Err(Fired {
                 invariant: "inbox-conflict-quarantined",
                 message: format!(
-                    "a delivery of {message} with a payload hash other than its inbox row's was {}",
+                    "the inbox row of {message} recorded payload #{}; a delivery with payload #{} was {} instead of quarantined",
+                    self.checker.inbox.get(message).map_or_else(
+                        || "?".to_string(),
+                        |(hash, _, _)| hex(hash)[..8].to_string()
+                    ),
+                    &hex(&touch.payload_sha256)[..8],
                     if touch.act == DeliveryAct::Work {
                         "processed"
                     } else {
