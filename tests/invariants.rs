@@ -977,3 +977,22 @@ fn every_invariant_has_a_firing_test_here() {
         "invariants without a `fires_*` test asserting their id in tests/invariants.rs: {missing:?}"
     );
 }
+
+/// `converges` holds a poison failure to its dead letter: a failed task
+/// whose message never reached the dead-letter queue has lost it.
+#[test]
+fn converges_fires_for_a_poison_failure_without_its_dead_letter() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/poison-message.toml");
+    let scenario = sim::scenario::parse::load(&path).expect("the scenario loads");
+    let finished = crate::common::run_clean(&scenario);
+    let mut world = finished.world;
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    world.broker.dead_letters.clear();
+    let failures = world.convergence_failures();
+    assert!(
+        failures.iter().any(|f| f
+            == "task-1 failed with UNSUPPORTED_FORMAT and its message never reached the dead-letter queue"),
+        "converges: {failures:?}"
+    );
+}

@@ -3,6 +3,8 @@
 
 use crate::world::World;
 
+use crate::world::actors::worker::POISON_CODE;
+
 impl World {
     /// `converges`, judged at quiescence: what did not converge, if anything.
     pub fn convergence_failures(&self) -> Vec<String> {
@@ -49,6 +51,29 @@ impl World {
         for letter in &self.broker.dead_letters {
             if letter.error_code.is_empty() || letter.attempts == 0 {
                 failures.push(format!("{} lost its error code or attempts", letter.id));
+            }
+        }
+        // Lesson 000 §13.5: a poison failure's message reaches the dead-letter
+        // queue, whatever crashed in between; a dead letter never made is
+        // loss, with nothing to inspect or replay. (Any dead letter of the
+        // task counts: one dead-lettered by the broker for its delivery
+        // attempts, before the owed copy was paid, still carries the
+        // message, though under a transient code.)
+        let poisoned: std::collections::BTreeSet<_> = self
+            .broker
+            .dead_letters
+            .iter()
+            .map(|letter| letter.task)
+            .collect();
+        for row in &self.db.tasks {
+            if row.state.status == crate::task::Status::Failed
+                && row.state.terminal_error_code.as_deref() == Some(POISON_CODE)
+                && !poisoned.contains(&row.id)
+            {
+                failures.push(format!(
+                    "{} failed with {POISON_CODE} and its message never reached the dead-letter queue",
+                    row.id
+                ));
             }
         }
         for (task, model) in self.projector.models.iter() {

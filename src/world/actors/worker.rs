@@ -22,6 +22,11 @@ mod finish;
 mod inbox;
 mod steps;
 
+/// The error code of an input the transform rejects under the current
+/// handler version: the task fails for good and its message is owed to the
+/// dead-letter queue (lesson 000 §13.5).
+pub const POISON_CODE: &str = "UNSUPPORTED_FORMAT";
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkerPhase {
     Idle,
@@ -42,6 +47,10 @@ pub enum WorkerPhase {
     Quarantine,
     FailPoison(&'static str),
     DeadLetter(&'static str),
+    /// Only after a duplicate whose poison failure's dead letter was never
+    /// made (a crash between the two): the copy is made now, then the ack.
+    /// It processes nothing; the recorded result stands.
+    PayDeadLetter(&'static str),
     Compensate,
     CheckHidden,
     Fail,
@@ -214,6 +223,7 @@ fn phase_processes(phase: &WorkerPhase) -> bool {
         WorkerPhase::Idle
             | WorkerPhase::Register
             | WorkerPhase::Ack
+            | WorkerPhase::PayDeadLetter(_)
             | WorkerPhase::Nack(_)
             | WorkerPhase::Quarantine
             | WorkerPhase::Reload
@@ -237,7 +247,7 @@ fn verb_of(phase: &WorkerPhase, job: &Job) -> Verb {
         WorkerPhase::Nack(_) => Verb::Nack,
         WorkerPhase::Quarantine => Verb::Quarantine,
         WorkerPhase::FailPoison(_) => Verb::FailPoison,
-        WorkerPhase::DeadLetter(_) => Verb::DeadLetter,
+        WorkerPhase::DeadLetter(_) | WorkerPhase::PayDeadLetter(_) => Verb::DeadLetter,
         WorkerPhase::Compensate => Verb::Compensate,
         WorkerPhase::CheckHidden => Verb::CheckHidden,
         WorkerPhase::Fail => Verb::Fail,

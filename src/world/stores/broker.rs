@@ -4,7 +4,7 @@
 //! passes; after `delivery_attempts_max` deliveries the entry goes to the
 //! dead-letter queue instead of out again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::hash::Sha;
 
@@ -92,6 +92,9 @@ pub struct Broker {
     /// Live entries per message id, likewise for "is this message still
     /// in a topic?".
     per_message: BTreeMap<OutboxId, u32>,
+    /// (message, error code) of every dead letter, so a worker can ask
+    /// whether a dead letter it owes was already made.
+    dead_lettered: BTreeSet<(OutboxId, &'static str)>,
 }
 
 fn topic_slot(topic: Topic) -> usize {
@@ -268,7 +271,16 @@ impl Broker {
         });
         self.unseen_dead_letters.push(id);
         self.dead_letters_changed = true;
+        self.dead_lettered.insert((entry.message, error_code));
         id
+    }
+
+    /// Whether `message` was dead-lettered with `error_code`.
+    pub fn has_dead_letter(&self, message: OutboxId, error_code: &str) -> bool {
+        self.dead_lettered
+            .range((message, "")..)
+            .take_while(|(m, _)| *m == message)
+            .any(|(_, code)| *code == error_code)
     }
 
     pub fn dead_letter_by_id(&self, id: DeadLetterId) -> Option<&DeadLetter> {

@@ -54,12 +54,9 @@ impl World {
         let needed = self.db.task(job.task).input.handler_needed;
         if needed > self.handler_version {
             if self.mutant == Some(Mutant::UnboundedRequeue) {
-                return Step::Next(WorkerPhase::Nack("UNSUPPORTED_FORMAT"), self.latency());
+                return Step::Next(WorkerPhase::Nack(POISON_CODE), self.latency());
             }
-            return Step::Next(
-                WorkerPhase::FailPoison("UNSUPPORTED_FORMAT"),
-                self.latency(),
-            );
+            return Step::Next(WorkerPhase::FailPoison(POISON_CODE), self.latency());
         }
         Step::Next(WorkerPhase::Plan, self.latency())
     }

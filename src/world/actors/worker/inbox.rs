@@ -7,7 +7,7 @@ use crate::mutants::Mutant;
 use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::fence::{Fence, FencePurpose};
-use crate::world::stores::db::{InboxRow, InboxState, ReviewReason};
+use crate::world::stores::db::{InboxRow, InboxState, ProcessResult, ReviewReason};
 
 use super::*;
 
@@ -51,6 +51,18 @@ impl World {
                 job.result = row.result;
                 self.rec.outcome = "duplicate";
                 self.sometimes("duplicate-absorbed-by-inbox");
+                // A poison failure owes the message to the dead-letter
+                // queue. A worker that crashed between committing the
+                // failure and copying the message left it unpaid: the
+                // duplicate pays it before its ack, or the dead letter is
+                // lost for good (nothing to inspect, nothing to replay).
+                if let Some(ProcessResult::Failed { code, .. }) = row.result
+                    && code == POISON_CODE
+                    && !self.broker.has_dead_letter(message, code)
+                {
+                    self.sometimes("poison-dead-letter-owed");
+                    return Step::Next(WorkerPhase::PayDeadLetter(code), self.latency());
+                }
                 return Step::Next(WorkerPhase::Ack, self.latency());
             }
             Some(row) if dedupe => {

@@ -80,7 +80,9 @@ impl World {
             WorkerPhase::Nack(code) => self.worker_nack(&mut job, code),
             WorkerPhase::Quarantine => self.worker_quarantine(&mut job),
             WorkerPhase::FailPoison(code) => self.worker_fail_poison(&mut job, code),
-            WorkerPhase::DeadLetter(code) => self.worker_dead_letter(&mut job, code),
+            WorkerPhase::DeadLetter(code) | WorkerPhase::PayDeadLetter(code) => {
+                self.worker_dead_letter(&mut job, code)
+            }
             WorkerPhase::Compensate => self.worker_compensate(&mut job),
             WorkerPhase::CheckHidden => self.worker_check_hidden(&mut job),
             WorkerPhase::Fail => self.worker_fail(&mut job),
