@@ -13,10 +13,10 @@
 //! tokenizer feeds visitors that build no `Value`. Both gather the known
 //! fields into the same `Fields` and then run the same checks, so both give
 //! the same answer and the same message (syntax errors aside, which only the
-//! text route meets). The text route replaced a hand-written reader: on the
-//! same 30,000 lines `sim transition` ran 18% more instructions through
-//! serde_json (443.6M against 374.7M, callgrind), under the 25% the
-//! project allows for not writing a parser by hand (README, Decisions).
+//! text route meets). The text route replaced a hand-written reader: on
+//! `sim bench`'s transition workload it reads 11% fewer lines a second
+//! (README, Decisions), under the 25% that would justify a parser of our
+//! own.
 
 use std::borrow::Cow;
 
@@ -89,23 +89,28 @@ pub fn event_from_json(value: &Value, reading: Reading) -> Result<TaskEvent, Str
 /// the two policy names is an error. Other keys are refused unless
 /// `reading` is lenient.
 pub fn parse_transition_line(line: &str, reading: Reading) -> Result<TransitionInput, String> {
-    let parts = match read_whole(line, LineSeed)? {
-        Shape::Object(parts) => parts,
-        Shape::Other(kind) => {
-            return Err(format!(
-                "expected an object with \"state\" and \"event\", got {kind}"
-            ));
-        }
+    let mut parts = LineParts {
+        state: None,
+        state_fields: Fields::new(state_key::NAMES),
+        event: None,
+        event_fields: Fields::new(event_key::NAMES),
+        policy: None,
+        unknown: None,
     };
+    if let Found::Other(kind) = read_whole(line, LineSeed { parts: &mut parts })? {
+        return Err(format!(
+            "expected an object with \"state\" and \"event\", got {kind}"
+        ));
+    }
     let state = match parts.state {
         None => return Err("state: missing, expected an object".to_string()),
-        Some(Shape::Other(kind)) => return Err(format!("state: expected an object, got {kind}")),
-        Some(Shape::Object(fields)) => state_from_fields("state", &fields, reading)?,
+        Some(Found::Other(kind)) => return Err(format!("state: expected an object, got {kind}")),
+        Some(Found::Object) => state_from_fields("state", &parts.state_fields, reading)?,
     };
     let event = match parts.event {
         None => return Err("event: missing, expected an object".to_string()),
-        Some(Shape::Other(kind)) => return Err(format!("event: expected an object, got {kind}")),
-        Some(Shape::Object(fields)) => event_from_fields("event", &fields, reading)?,
+        Some(Found::Other(kind)) => return Err(format!("event: expected an object, got {kind}")),
+        Some(Found::Object) => event_from_fields("event", &parts.event_fields, reading)?,
     };
     const EXPECTED: &str = "\"completion-wins\" or \"cancel-wins\"";
     let policy = match parts.policy {
@@ -133,9 +138,14 @@ pub fn parse_transition_line(line: &str, reading: Reading) -> Result<TransitionI
 
 /// Reads one event line (the event object itself) without building a `Value`.
 pub fn parse_event_line(line: &str, reading: Reading) -> Result<TaskEvent, String> {
-    match read_whole(line, EVENT_SEED)? {
-        Shape::Object(fields) => event_from_fields("event", &fields, reading),
-        Shape::Other(kind) => Err(format!("event: expected an object, got {kind}")),
+    let mut fields = Fields::new(event_key::NAMES);
+    let seed = FieldsSeed {
+        fields: &mut fields,
+        position: event_key::position,
+    };
+    match read_whole(line, seed)? {
+        Found::Object => event_from_fields("event", &fields, reading),
+        Found::Other(kind) => Err(format!("event: expected an object, got {kind}")),
     }
 }
 
@@ -599,9 +609,13 @@ fn event_from_fields(
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-/// What stood where an object was expected.
-enum Shape<F> {
-    Object(F),
+/// What stood where an object was expected. The object's fields are
+/// written in place, into the `Fields` the seed holds: returned by value
+/// through serde's layers, a line's 26 fields (about 900 bytes) were
+/// copied at every layer, 12% of `sim transition`'s time in `memcpy`.
+#[derive(Clone, Copy)]
+enum Found {
+    Object,
     /// The name of the JSON type found instead.
     Other(&'static str),
 }
@@ -696,116 +710,120 @@ impl<'de> DeserializeSeed<'de> for KeyVisitor {
     }
 }
 
-/// The visits of a `Shape` visitor for everything but an object: the
+/// The visits of a `Found` visitor for everything but an object: the
 /// JSON type found instead (a container's contents skipped).
 macro_rules! not_an_object {
     () => {
         fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Shape::Other("boolean"))
+            Ok(Found::Other("boolean"))
         }
 
         fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Shape::Other("number"))
+            Ok(Found::Other("number"))
         }
 
         fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Shape::Other("number"))
+            Ok(Found::Other("number"))
         }
 
         fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Shape::Other("number"))
+            Ok(Found::Other("number"))
         }
 
         fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(Shape::Other("string"))
+            Ok(Found::Other("string"))
         }
 
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(Shape::Other("null"))
+            Ok(Found::Other("null"))
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             while seq.next_element_seed(JsonVisitor)?.is_some() {}
-            Ok(Shape::Other("array"))
+            Ok(Found::Other("array"))
         }
     };
 }
 
-/// One object of a known shape: its known fields gathered by position (a
-/// repeated key overwrites, as in a `Value`), anything else skipped.
-struct FieldsSeed<const N: usize> {
-    names: &'static [&'static str],
+/// One object of a known shape: its known fields gathered by position into
+/// `fields` (a repeated key overwrites, as in a `Value`), anything else
+/// skipped.
+struct FieldsSeed<'f, 'de, const N: usize> {
+    fields: &'f mut Fields<'de, N>,
     position: fn(&str) -> Option<usize>,
 }
 
-impl<'de, const N: usize> Visitor<'de> for FieldsSeed<N> {
-    type Value = Shape<Fields<'de, N>>;
+impl<'de, const N: usize> Visitor<'de> for FieldsSeed<'_, 'de, N> {
+    type Value = Found;
 
     fn expecting(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         out.write_str("an object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut fields = Fields::new(self.names);
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
         while let Some(key) = map.next_key_seed(KeyVisitor)? {
             match (self.position)(&key) {
-                Some(at) => fields.values[at] = Some(map.next_value_seed(JsonVisitor)?),
+                Some(at) => self.fields.values[at] = Some(map.next_value_seed(JsonVisitor)?),
                 None => {
                     map.next_value_seed(JsonVisitor)?;
-                    fields.note_unknown(key);
+                    self.fields.note_unknown(key);
                 }
             }
         }
-        Ok(Shape::Object(fields))
+        Ok(Found::Object)
     }
 
     not_an_object!();
 }
 
-impl<'de, const N: usize> DeserializeSeed<'de> for FieldsSeed<N> {
-    type Value = Shape<Fields<'de, N>>;
+impl<'de, const N: usize> DeserializeSeed<'de> for FieldsSeed<'_, 'de, N> {
+    type Value = Found;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Found, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-const STATE_SEED: FieldsSeed<{ state_key::COUNT }> = FieldsSeed {
-    names: state_key::NAMES,
-    position: state_key::position,
-};
-const EVENT_SEED: FieldsSeed<{ event_key::COUNT }> = FieldsSeed {
-    names: event_key::NAMES,
-    position: event_key::position,
-};
-
 /// The top level of a `sim transition` line. `None` where a key is absent;
 /// a repeated key overwrites, as everywhere else.
-#[derive(Default)]
 struct LineParts<'a> {
-    state: Option<Shape<StateFields<'a>>>,
-    event: Option<Shape<EventFields<'a>>>,
+    state: Option<Found>,
+    state_fields: StateFields<'a>,
+    event: Option<Found>,
+    event_fields: EventFields<'a>,
     policy: Option<Json<'a>>,
     /// The smallest other key, if any.
     unknown: Option<Cow<'a, str>>,
 }
 
-/// A whole `sim transition` line.
-struct LineSeed;
+/// A whole `sim transition` line, into `parts`.
+struct LineSeed<'p, 'de> {
+    parts: &'p mut LineParts<'de>,
+}
 
-impl<'de> Visitor<'de> for LineSeed {
-    type Value = Shape<LineParts<'de>>;
+impl<'de> Visitor<'de> for LineSeed<'_, 'de> {
+    type Value = Found;
 
     fn expecting(&self, out: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         out.write_str("an object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut parts = LineParts::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Found, A::Error> {
+        let parts = self.parts;
         while let Some(key) = map.next_key_seed(KeyVisitor)? {
             match &*key {
-                "state" => parts.state = Some(map.next_value_seed(STATE_SEED)?),
-                "event" => parts.event = Some(map.next_value_seed(EVENT_SEED)?),
+                "state" => {
+                    parts.state = Some(map.next_value_seed(FieldsSeed {
+                        fields: &mut parts.state_fields,
+                        position: state_key::position,
+                    })?);
+                }
+                "event" => {
+                    parts.event = Some(map.next_value_seed(FieldsSeed {
+                        fields: &mut parts.event_fields,
+                        position: event_key::position,
+                    })?);
+                }
                 "policy" => parts.policy = Some(map.next_value_seed(JsonVisitor)?),
                 _ => {
                     map.next_value_seed(JsonVisitor)?;
@@ -815,16 +833,16 @@ impl<'de> Visitor<'de> for LineSeed {
                 }
             }
         }
-        Ok(Shape::Object(parts))
+        Ok(Found::Object)
     }
 
     not_an_object!();
 }
 
-impl<'de> DeserializeSeed<'de> for LineSeed {
-    type Value = Shape<LineParts<'de>>;
+impl<'de> DeserializeSeed<'de> for LineSeed<'_, 'de> {
+    type Value = Found;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Found, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
