@@ -536,14 +536,6 @@ pub fn write_timeline(
     })
 }
 
-/// Checks before a run that `path` can be written (it is created empty,
-/// and written whole after the run).
-pub fn check_writable(path: &Path) -> Result<(), InputError> {
-    std::fs::File::create(path)
-        .map(drop)
-        .map_err(|error| InputError::new(format!("cannot write: {error}")).in_file(path))
-}
-
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
