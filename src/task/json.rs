@@ -306,9 +306,7 @@ impl<'a, const N: usize> Fields<'a, N> {
     }
 
     fn note_unknown(&mut self, key: Cow<'a, str>) {
-        if self.unknown.as_ref().is_none_or(|known| key < *known) {
-            self.unknown = Some(key);
-        }
+        keep_smallest(&mut self.unknown, key);
     }
 
     /// In a strict reading: the first field present that the shape, as
@@ -827,9 +825,7 @@ impl<'de> Visitor<'de> for LineSeed<'_, 'de> {
                 "policy" => parts.policy = Some(map.next_value_seed(JsonVisitor)?),
                 _ => {
                     map.next_value_seed(JsonVisitor)?;
-                    if parts.unknown.as_ref().is_none_or(|known| key < *known) {
-                        parts.unknown = Some(key);
-                    }
+                    keep_smallest(&mut parts.unknown, key);
                 }
             }
         }
@@ -855,6 +851,14 @@ fn read_whole<'de, S: DeserializeSeed<'de>>(line: &'de str, seed: S) -> Result<S
         .and_then(|value| deserializer.end().map(|()| value))
         .map_err(|error| syntax_message(line, &error))?;
     Ok(value)
+}
+
+/// Keeps the smallest key seen (by bytes), so both routes name the same
+/// one whatever order the keys came in.
+fn keep_smallest<'a>(slot: &mut Option<Cow<'a, str>>, key: Cow<'a, str>) {
+    if slot.as_ref().is_none_or(|known| key < *known) {
+        *slot = Some(key);
+    }
 }
 
 /// serde_json's message, with its position as a character column.
