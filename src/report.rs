@@ -297,11 +297,19 @@ pub fn violation_report(
     records: Option<&[Record]>,
 ) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "VIOLATION {} at step {} (t={}ms)",
-        violation.invariant, violation.step, violation.time_ms
-    );
+    if violation.invariant == crate::fuzz::panic::SIM_PANIC {
+        let _ = writeln!(
+            out,
+            "SIM PANICKED at step {} (t={}ms): a bug in sim itself, not in the protocol",
+            violation.step, violation.time_ms
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "VIOLATION {} at step {} (t={}ms)",
+            violation.invariant, violation.step, violation.time_ms
+        );
+    }
     if let Some(invariant) = crate::invariants::INVARIANTS
         .iter()
         .find(|invariant| invariant.id == violation.invariant)

@@ -75,6 +75,7 @@ fn outgrown(world: &World, next: &mut u64) -> Option<String> {
         return None;
     }
     *next = world.steps + SIZE_CHECK_EVERY;
+    crate::fuzz::panic::deliberate(world);
     let bound = TASKS_BOUND.with(std::cell::Cell::get);
     let tasks = world.db.tasks.len();
     (tasks > bound).then(|| {

@@ -165,3 +165,57 @@ fn a_long_fuzz_run_gets_a_drain_that_grows_with_it() {
         outcome.drain_steps
     );
 }
+
+/// A panic inside one seed (here one a test asks for) is reported as a
+/// failure of sim itself, with its message, a reproducer and exit 1 in
+/// the summary, and the seeds around it still run.
+#[test]
+fn a_panic_inside_a_seed_is_a_failure_and_the_campaign_goes_on() {
+    use sim::fuzz::campaign::{CampaignOptions, run_seeds};
+    use sim::fuzz::panic::{PANIC_AT_SEED, SIM_PANIC};
+    use sim::fuzz::summary::Summary;
+    // A seed no other test runs: the hook is process-wide.
+    let doomed = 9_000_001;
+    PANIC_AT_SEED.store(doomed, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch("seed-panic");
+    let options = CampaignOptions {
+        steps: 6000,
+        jobs: 2,
+        mutant: None,
+        check_determinism: false,
+        out: dir.clone(),
+        write_repro: true,
+        stop_at_first: false,
+        shrink_seconds: None,
+        time_seconds: None,
+        progress_within_seed: None,
+    };
+    let results = run_seeds(&[doomed - 1, doomed, doomed + 1], &options, |_| {});
+    PANIC_AT_SEED.store(u64::MAX, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(results.len(), 3, "every seed ran");
+    let failed: Vec<u64> = results
+        .iter()
+        .filter(|result| !result.outcome.converged())
+        .map(|result| result.seed)
+        .collect();
+    assert_eq!(failed, vec![doomed]);
+    let result = &results[1];
+    let violation = result.outcome.violation.as_ref().expect("a failure");
+    assert_eq!(violation.invariant, SIM_PANIC);
+    assert_eq!(violation.step, 4096, "the first look at the world's size");
+    assert!(
+        violation.message.contains("the panic a test asked for"),
+        "{}",
+        violation.message
+    );
+    let report = result.report.as_deref().unwrap_or_default();
+    assert!(report.contains("SIM PANICKED"), "{report}");
+    let repro = result.repro.as_ref().expect("a reproducer");
+    let text = std::fs::read_to_string(repro).expect("the reproducer is written");
+    assert!(text.contains("seed = 9000001"), "{text}");
+    let mut summary = Summary::default();
+    for result in &results {
+        summary.add_seed(result);
+    }
+    assert_eq!(summary.exit_code(), 1);
+}

@@ -15,6 +15,7 @@ use crate::simulate::{Outcome, simulate};
 use crate::task::{EventType, Status};
 use crate::world::World;
 
+use super::panic::{as_violation, catching};
 use super::swarm::{Draw, draw};
 use super::workload::Generator;
 
@@ -145,18 +146,21 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
-    let outcome = if let Some(report) = options.progress_within_seed {
-        let clock = crate::stopwatch::Stopwatch::start();
-        let mut shown = 0.0;
-        simulate(&mut world, options.steps, |world, _| {
-            if world.steps % 65_536 == 0 && clock.seconds() - shown >= 1.0 {
-                shown = clock.seconds();
-                report(seed, world.steps, options.steps, shown);
-            }
-        })
-    } else {
-        simulate(&mut world, options.steps, |_, _| {})
-    };
+    let outcome = catching(|| {
+        if let Some(report) = options.progress_within_seed {
+            let clock = crate::stopwatch::Stopwatch::start();
+            let mut shown = 0.0;
+            simulate(&mut world, options.steps, |world, _| {
+                if world.steps % 65_536 == 0 && clock.seconds() - shown >= 1.0 {
+                    shown = clock.seconds();
+                    report(seed, world.steps, options.steps, shown);
+                }
+            })
+        } else {
+            simulate(&mut world, options.steps, |_, _| {})
+        }
+    })
+    .unwrap_or_else(|message| panicked(&world, message));
     let mut result = summarize(seed, &world, draw, outcome);
     let failed = !result.outcome.converged();
     // The world logs no requests (the log grows with every one), so a
@@ -175,10 +179,14 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         if failed {
             again.trace.kept = Some(Vec::new());
         }
-        let _ = simulate(&mut again, options.steps, |world, added| {
-            if let Some(timeline) = timeline.as_mut() {
-                timeline.observe(world, added);
-            }
+        // A run that panicked panics again here, at the same step: what it
+        // logged up to there is the reproducer.
+        let _ = catching(|| {
+            simulate(&mut again, options.steps, |world, added| {
+                if let Some(timeline) = timeline.as_mut() {
+                    timeline.observe(world, added);
+                }
+            })
         });
         again
     });
@@ -278,6 +286,17 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     result
 }
 
+/// The outcome of a run that panicked: a failure of sim itself at the
+/// step it had reached.
+fn panicked(world: &World, message: String) -> Outcome {
+    Outcome {
+        violation: Some(as_violation(world, message)),
+        not_converged: Vec::new(),
+        fault_steps: world.steps,
+        drain_steps: 0,
+    }
+}
+
 fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResult {
     let mut review = BTreeMap::new();
     for item in &world.db.manual_review {
@@ -312,8 +331,8 @@ fn first_difference(seed: u64, options: &CampaignOptions) -> String {
     let (_, mut b, _) = fuzz_world(seed, options.steps, options.mutant);
     a.trace.kept = Some(Vec::new());
     b.trace.kept = Some(Vec::new());
-    let _ = simulate(&mut a, options.steps, |_, _| {});
-    let _ = simulate(&mut b, options.steps, |_, _| {});
+    let _ = catching(|| simulate(&mut a, options.steps, |_, _| {}));
+    let _ = catching(|| simulate(&mut b, options.steps, |_, _| {}));
     let left = a.trace.kept.take().unwrap_or_default();
     let right = b.trace.kept.take().unwrap_or_default();
     for (x, y) in left.iter().zip(right.iter()) {

@@ -2,6 +2,7 @@
 //! campaigns over many seeds, reproducers.
 
 pub mod campaign;
+pub mod panic;
 pub mod summary;
 pub mod swarm;
 pub mod workload;
