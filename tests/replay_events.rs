@@ -12,7 +12,9 @@ fn started(task: &str, sequence: i64) -> String {
 }
 
 fn history(name: &str, lines: &[String]) -> std::path::PathBuf {
-    let path = scratch("replay-task").join(name);
+    // A directory per history: tests run in parallel, and a scratch
+    // directory is emptied when it is made.
+    let path = scratch(&format!("replay-task-{name}")).join(name);
     std::fs::write(&path, lines.concat()).unwrap();
     path
 }
