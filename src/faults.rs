@@ -21,6 +21,11 @@ pub enum Site {
     CacheEvict,
     SnapshotWrite,
     Crash,
+    BrokerPublish,
+    StoreOutage,
+    BrokerOutage,
+    Pause,
+    Latency,
 }
 
 /// What goes wrong at a site.
@@ -44,10 +49,13 @@ pub enum FaultKind {
     Evict,
     CorruptRehashed,
     Crash,
+    Outage,
+    Pause,
+    Spike,
 }
 
 impl Site {
-    pub const ALL: [Site; 12] = [
+    pub const ALL: [Site; 17] = [
         Site::ApiResponse,
         Site::DbCommit,
         Site::PublisherConfirm,
@@ -60,6 +68,11 @@ impl Site {
         Site::CacheEvict,
         Site::SnapshotWrite,
         Site::Crash,
+        Site::BrokerPublish,
+        Site::StoreOutage,
+        Site::BrokerOutage,
+        Site::Pause,
+        Site::Latency,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -76,6 +89,11 @@ impl Site {
             Site::CacheEvict => "cache.evict",
             Site::SnapshotWrite => "snapshot.write",
             Site::Crash => "crash",
+            Site::BrokerPublish => "broker.publish",
+            Site::StoreOutage => "store.outage",
+            Site::BrokerOutage => "broker.outage",
+            Site::Pause => "pause",
+            Site::Latency => "latency",
         }
     }
 
@@ -104,6 +122,10 @@ impl Site {
             Site::CacheEvict => &[Evict],
             Site::SnapshotWrite => &[Corrupt, CorruptRehashed],
             Site::Crash => &[Crash],
+            Site::BrokerPublish => &[Lost],
+            Site::StoreOutage | Site::BrokerOutage => &[Outage],
+            Site::Pause => &[Pause],
+            Site::Latency => &[Spike],
         }
     }
 
@@ -133,6 +155,9 @@ impl FaultKind {
             FaultKind::Evict => "evict",
             FaultKind::CorruptRehashed => "corrupt-rehashed",
             FaultKind::Crash => "crash",
+            FaultKind::Outage => "outage",
+            FaultKind::Pause => "pause",
+            FaultKind::Spike => "spike",
         }
     }
 }
@@ -229,12 +254,12 @@ pub struct Injector {
     /// replay of a long run costs per step what is due, not what is left.
     step_ordered: bool,
     /// Per (site, kind) in catalogue order: rate in ppm, flattened per site.
-    rates: [[u32; 4]; 12],
+    rates: [[u32; 4]; Site::ALL.len()],
     any_random: bool,
     rng: Prng,
     parameters: Prng,
     /// Occurrences of each site, globally.
-    site_count: [u64; 12],
+    site_count: [u64; Site::ALL.len()],
     /// Occurrences of each (site, actor).
     site_actor_count: std::collections::BTreeMap<(Site, ActorId), u64>,
     /// Steps run by each (action, actor) and by each action.
@@ -246,7 +271,7 @@ pub struct Injector {
 
 impl Injector {
     pub fn new(scripted: Vec<ScriptedFault>, rates: &FaultRates, seed: u64) -> Injector {
-        let mut table = [[0u32; 4]; 12];
+        let mut table = [[0u32; 4]; Site::ALL.len()];
         for ((site, kind), ppm) in catalogue().into_iter().zip(rates.ppm.iter()) {
             let slot = site
                 .kinds()
@@ -272,7 +297,7 @@ impl Injector {
             rates: table,
             rng: Prng::new(seed, crate::prng::Stream::Faults),
             parameters: Prng::new(seed, crate::prng::Stream::FaultParameters),
-            site_count: [0; 12],
+            site_count: [0; Site::ALL.len()],
             site_actor_count: Default::default(),
             action_count: Default::default(),
             enabled: true,

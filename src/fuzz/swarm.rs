@@ -29,9 +29,28 @@ const RARE_SITE_RATES: [u32; 3] = [100_000, 250_000, 500_000];
 /// Crashes are per step of an actor: rarer.
 const CRASH_RATES: [u32; 3] = [500, 2_000, 8_000];
 
+/// Outages, pauses and spikes last a while once they begin, up to
+/// seconds where a fault phase lasts a few: rarer still. A pause or a
+/// spike is drawn at every step of an actor, a broker outage at every call
+/// to the broker: a few a run. The store is called far less often.
+const WINDOW_RATES: [u32; 3] = [20, 100, 400];
+const STORE_OUTAGE_RATES: [u32; 3] = [200, 1_000, 4_000];
+
+/// Sites added after the first milestone: drawn after the workload mix,
+/// so a seed's world shape, mix and older rates stay what they were.
+const LATER_SITES: [Site; 5] = [
+    Site::BrokerPublish,
+    Site::StoreOutage,
+    Site::BrokerOutage,
+    Site::Pause,
+    Site::Latency,
+];
+
 fn rates_for(site: Site) -> &'static [u32] {
     match site {
         Site::Crash => &CRASH_RATES,
+        Site::StoreOutage => &STORE_OUTAGE_RATES,
+        Site::BrokerOutage | Site::Pause | Site::Latency => &WINDOW_RATES,
         Site::StoreHide | Site::SnapshotWrite | Site::CacheEvict => &RARE_SITE_RATES,
         _ => &RATES,
     }
@@ -70,12 +89,15 @@ pub fn draw(seed: u64) -> Draw {
     config.redrive_max = rng.range(0, 3);
     config.idempotency_ttl_ms = rng.range(30, 120) * 1000;
     let mut rates = FaultRates::none();
-    for (index, (site, _)) in catalogue().into_iter().enumerate() {
-        if rng.chance(500_000) {
-            let menu = rates_for(site);
-            rates.ppm[index] = menu[rng.index(menu.len())];
+    let mut draw_rates = |rng: &mut Prng, later: bool| {
+        for (index, (site, _)) in catalogue().into_iter().enumerate() {
+            if LATER_SITES.contains(&site) == later && rng.chance(500_000) {
+                let menu = rates_for(site);
+                rates.ppm[index] = menu[rng.index(menu.len())];
+            }
         }
-    }
+    };
+    draw_rates(&mut rng, false);
     let mix = WorkloadMix {
         gap_ms_max: rng.range(1, 10),
         create: rng.range(20, 60) as u32,
@@ -87,6 +109,7 @@ pub fn draw(seed: u64) -> Draw {
         poison: rng.range(0, 4) as u32,
         replay: rng.range(0, 4) as u32,
     };
+    draw_rates(&mut rng, true);
     Draw { config, rates, mix }
 }
 

@@ -733,6 +733,10 @@ fn actor_kinds_for(site: Site) -> &'static [ActorKind] {
         Site::StorePut => &[Worker],
         Site::StoreRead | Site::StoreHide => &[Worker, Reconciler],
         Site::CacheDelete => &[Projector],
-        Site::Crash => &[Client, Api, Publisher, Worker, Projector, Reconciler],
+        Site::Crash | Site::Pause => &[Client, Api, Publisher, Worker, Projector, Reconciler],
+        Site::BrokerPublish => &[Publisher],
+        Site::StoreOutage => &[Worker, Reconciler],
+        Site::BrokerOutage => &[Publisher, Worker, Projector],
+        Site::Latency => &[Api, Publisher, Worker, Projector, Reconciler],
     }
 }

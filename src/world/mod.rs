@@ -8,6 +8,7 @@ pub mod engine;
 pub mod input;
 pub mod stores;
 pub mod truth;
+pub mod windows;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -192,6 +193,9 @@ pub struct World {
     pub compacted_input: Rc<Input>,
     broker_poke_at: QueuedAt,
     next_worker: usize,
+    /// An `outage` took the artifact store, or the broker, down until then.
+    store_down_until: u64,
+    broker_down_until: u64,
 }
 
 /// What one call to `World::step` did.
@@ -286,6 +290,8 @@ impl World {
                 .collect(),
             broker_poke_at: QueuedAt::default(),
             next_worker: 0,
+            store_down_until: 0,
+            broker_down_until: 0,
             config,
         };
         let mut script = requests;
@@ -396,7 +402,7 @@ impl World {
     /// Schedules a busy actor's next step after `delay`.
     pub fn continue_after(&mut self, actor: ActorId, delay: u64) {
         let incarnation = self.life(actor).incarnation;
-        let at = self.now + delay;
+        let at = self.now + self.stretched(actor, delay);
         self.schedule(at, Wake::Continue { actor, incarnation });
     }
 
@@ -429,6 +435,9 @@ impl World {
 
     /// Runs one wake; true when it was a step.
     fn dispatch(&mut self, wake: Wake) -> bool {
+        if let Some(stepped) = self.hold_back(wake) {
+            return stepped;
+        }
         match wake {
             Wake::Issue(index) => self.issue_scripted(index as usize),
             Wake::Call(call) => self.api_step(call),
@@ -502,6 +511,20 @@ impl World {
     /// Asks the injector whether a fault fires at this site now; a fired
     /// fault is marked on the step's record.
     pub fn fault(&mut self, site: Site) -> Option<FaultKind> {
+        // A call to a component that is out fails as a timeout would.
+        let outage = match site {
+            Site::StorePut | Site::StoreHide => {
+                Some((windows::Component::Store, FaultKind::TimeoutBeforeCommit))
+            }
+            Site::StoreRead => Some((windows::Component::Store, FaultKind::Timeout)),
+            Site::WorkerAck => Some((windows::Component::Broker, FaultKind::AckLost)),
+            _ => None,
+        };
+        if let Some((component, kind)) = outage
+            && self.out_of_service(component)
+        {
+            return Some(kind);
+        }
         let fired = self.faults.at(site, self.rec.actor, self.rec.step);
         if let Some(kind) = fired
             && self.rec.fault.is_none()
@@ -577,6 +600,9 @@ impl World {
             life.up = false;
             life.incarnation += 1;
             life.poke_at.forget();
+            // A crash ends a pause or a spike: what comes back is new.
+            life.paused_until = 0;
+            life.slow_until = 0;
         }
         let index = actor.index as usize;
         match actor.kind {

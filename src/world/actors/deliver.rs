@@ -35,6 +35,11 @@ impl World {
 
     pub(in crate::world) fn broker_step(&mut self) -> bool {
         let now = self.now;
+        // An outage stops every delivery until the broker is back.
+        if let Some(back) = self.broker_down() {
+            self.poke_broker(back);
+            return false;
+        }
         self.broker.expire(now);
         let mut choice: Option<(u64, EntryId, ActorId)> = None;
         for topic in [Topic::TaskWork, Topic::TaskEvents] {

@@ -9,6 +9,12 @@ pub struct Life {
     pub incarnation: u32,
     /// When a poke is already queued, so pokes are not piled up.
     pub poke_at: QueuedAt,
+    /// A `pause` fault froze the actor until then: its wakes wait.
+    pub paused_until: u64,
+    /// A latency `spike` multiplies the delays before its next steps by
+    /// `slow_factor` until then.
+    pub slow_until: u64,
+    pub slow_factor: u32,
 }
 
 /// When a wake of one kind is already queued, so that another for the
@@ -46,6 +52,9 @@ impl Life {
             up: true,
             incarnation: 1,
             poke_at: QueuedAt::default(),
+            paused_until: 0,
+            slow_until: 0,
+            slow_factor: 1,
         }
     }
 }

@@ -163,7 +163,8 @@ impl World {
         match next {
             Some(phase) if api_up => {
                 self.calls.get_mut(call_id).expect("call exists").phase = phase;
-                let at = self.now + self.latency();
+                let delay = self.latency();
+                let at = self.now + self.stretched(actor, delay);
                 self.schedule(at, Wake::Call(call_id));
             }
             _ => {

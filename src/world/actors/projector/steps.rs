@@ -11,6 +11,7 @@ use crate::world::engine::ids::{ActorId, TaskId};
 use crate::world::engine::step::Verb;
 use crate::world::stores::broker::Delivery;
 use crate::world::stores::db::ReviewReason;
+use crate::world::windows::Component;
 use std::rc::Rc;
 
 use super::*;
@@ -59,9 +60,15 @@ impl World {
                 let delivery = self.projector.current.take().expect("acking a delivery");
                 self.rec.task = Some(delivery.task);
                 self.rec.entry = Some(delivery.entry);
-                let acked = self.broker.ack(delivery.entry);
-                self.touched.entries.push(delivery.entry);
-                self.rec.outcome = if acked { "acked" } else { "already-gone" };
+                // A broker that is out loses the ack: the entry comes back
+                // after its visibility timeout, a duplicate to the model.
+                if self.out_of_service(Component::Broker) {
+                    self.rec.outcome = "ack-lost";
+                } else {
+                    let acked = self.broker.ack(delivery.entry);
+                    self.touched.entries.push(delivery.entry);
+                    self.rec.outcome = if acked { "acked" } else { "already-gone" };
+                }
                 self.projector.phase = ProjectorPhase::Idle;
                 self.finish();
                 self.projector_idle();

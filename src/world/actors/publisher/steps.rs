@@ -5,6 +5,7 @@ use crate::mutants::Mutant;
 use crate::world::World;
 use crate::world::engine::ids::{ActorId, ActorKind, OutboxId};
 use crate::world::engine::step::Verb;
+use crate::world::windows::Component;
 
 use super::*;
 
@@ -109,25 +110,36 @@ impl World {
         if self.mutant == Some(Mutant::NewMessageIdOnRepublish) && last_error.is_some() {
             message = OutboxId(FRESH_MESSAGE_BASE + self.broker.published as u32);
         }
-        let entry = self.broker.publish(
-            row.topic,
-            message,
-            task,
-            row.payload.clone(),
-            payload_sha256,
-            self.now,
-        );
-        self.touched.entries.push(entry);
+        let (topic, payload) = (row.topic, row.payload.clone());
         self.rec.task = Some(task);
         self.rec.message = Some(message);
-        self.rec.entry = Some(entry);
         self.rec.hash = Some(payload_sha256);
         if publish_attempts > 1 || last_error.is_some() {
             self.sometimes("outbox-republished");
         }
-        match self.fault(Site::PublisherConfirm) {
+        // The broker never got it (out, or the publish lost on the way):
+        // the publisher hears no confirm, as after a lost confirm.
+        let lost = self.out_of_service(Component::Broker)
+            || self.fault(Site::BrokerPublish) == Some(FaultKind::Lost);
+        if !lost {
+            let entry =
+                self.broker
+                    .publish(topic, message, task, payload, payload_sha256, self.now);
+            self.touched.entries.push(entry);
+            self.rec.entry = Some(entry);
+        }
+        let confirm = if lost {
+            Some(FaultKind::ConfirmLost)
+        } else {
+            self.fault(Site::PublisherConfirm)
+        };
+        match confirm {
             Some(FaultKind::ConfirmLost) => {
-                self.rec.outcome = "confirm-unknown";
+                self.rec.outcome = if lost {
+                    "publish-lost"
+                } else {
+                    "confirm-unknown"
+                };
                 self.publishers[index].unknown.push(id);
             }
             Some(FaultKind::CrashAfterConfirm) => {

@@ -1,0 +1,176 @@
+//! Faults that last a while instead of one call: an actor's `pause` (a GC
+//! pause or a frozen VM: it takes no step, then resumes with its volatile
+//! state intact), a latency `spike` on one actor (the delays before its
+//! next steps are multiplied), and an `outage` of the artifact store or the
+//! broker (every call to it fails or times out until the window ends).
+
+use crate::faults::{FaultKind, Site};
+use crate::world::World;
+use crate::world::engine::ids::{ActorId, ActorKind};
+use crate::world::engine::schedule::Wake;
+use crate::world::engine::step::Verb;
+
+/// A component an `outage` can take down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    Store,
+    Broker,
+}
+
+impl World {
+    /// The actor whose own step a wake is, when that actor is up and the
+    /// wake is for its current incarnation: what a pause holds back.
+    fn actor_of(&self, wake: Wake) -> Option<ActorId> {
+        let actor = match wake {
+            Wake::Continue { actor, incarnation } => {
+                (self.life(actor).incarnation == incarnation).then_some(actor)?
+            }
+            Wake::Poke(actor) => actor,
+            Wake::Call(call) => {
+                let call = self.calls.get(call)?;
+                let actor = ActorId::new(ActorKind::Api, call.api);
+                (self.life(actor).incarnation == call.incarnation).then_some(actor)?
+            }
+            Wake::ClientTimeout { request, .. } => {
+                let outgoing = self.outgoing.get(request)?;
+                let actor = ActorId::new(ActorKind::Client, outgoing.client);
+                (self.life(actor).incarnation == outgoing.incarnation).then_some(actor)?
+            }
+            _ => return None,
+        };
+        (self.has_actor(actor) && self.life(actor).up).then_some(actor)
+    }
+
+    /// Before a wake runs: holds it back while its actor is paused, and
+    /// draws whether a latency spike or a pause begins now. `Some(step)`
+    /// when the wake was held (`step`: a pause was recorded as a step).
+    pub(in crate::world) fn hold_back(&mut self, wake: Wake) -> Option<bool> {
+        let actor = self.actor_of(wake)?;
+        let now = self.now;
+        let paused_until = self.life(actor).paused_until;
+        if paused_until > now {
+            self.requeue(wake, actor, paused_until);
+            return Some(false);
+        }
+        let step = self.steps + 1;
+        if self.faults.at(Site::Latency, actor, step) == Some(FaultKind::Spike) {
+            let length = self.faults.parameter(1, self.longest_wait());
+            let factor = self.faults.parameter(4, 40) as u32;
+            let life = self.life_mut(actor).expect("an actor of this world");
+            life.slow_until = now + length;
+            life.slow_factor = factor;
+        }
+        if self.faults.at(Site::Pause, actor, step) != Some(FaultKind::Pause) {
+            return None;
+        }
+        // Half the pauses are short (a collection, a hiccup), half long
+        // enough to outlive every lease and visibility timeout the actor
+        // may hold.
+        let longest = self.longest_wait();
+        let length = if self.faults.parameter(0, 1) == 0 {
+            self.faults.parameter(1, 50)
+        } else {
+            self.faults.parameter(longest / 2, 2 * longest)
+        };
+        let until = now + length;
+        self.life_mut(actor)
+            .expect("an actor of this world")
+            .paused_until = until;
+        self.begin(actor, Verb::Pause);
+        self.rec.fault = Some((Site::Pause, FaultKind::Pause));
+        self.rec.outcome = "paused";
+        self.sometimes("actor-paused");
+        self.requeue(wake, actor, until);
+        self.finish();
+        Some(true)
+    }
+
+    /// The longest lease, visibility or client timeout of this world.
+    fn longest_wait(&self) -> u64 {
+        let config = &self.config;
+        [
+            config.task_lease_ms,
+            config.inbox_lease_ms,
+            config.visibility_timeout_ms,
+            config.client_timeout_ms,
+            config.publish_lease_ms,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(1)
+        .max(1)
+    }
+
+    /// Queues `wake` again for `at`, when its actor thaws.
+    fn requeue(&mut self, wake: Wake, actor: ActorId, at: u64) {
+        match wake {
+            Wake::Poke(_) => {
+                let now = self.now;
+                if let Some(life) = self.life_mut(actor) {
+                    life.poke_at.fired(now);
+                }
+                self.poke(actor, at);
+            }
+            other => self.schedule(at, other),
+        }
+    }
+
+    /// A delay before `actor`'s next step, stretched while a latency spike
+    /// is on it.
+    pub fn stretched(&self, actor: ActorId, delay: u64) -> u64 {
+        let life = self.life(actor);
+        if life.slow_until > self.now {
+            delay.saturating_mul(u64::from(life.slow_factor))
+        } else {
+            delay
+        }
+    }
+
+    /// Whether `component` is out now, or goes out at this call (a call
+    /// to it is an occurrence of its outage site). The step's record marks
+    /// the outage.
+    pub fn out_of_service(&mut self, component: Component) -> bool {
+        let now = self.now;
+        let (site, until) = match component {
+            Component::Store => (Site::StoreOutage, self.store_down_until),
+            Component::Broker => (Site::BrokerOutage, self.broker_down_until),
+        };
+        let down = until > now || {
+            let fired = self.faults.at(site, self.rec.actor, self.rec.step);
+            if fired == Some(FaultKind::Outage) {
+                let length = self.outage_length(component);
+                match component {
+                    Component::Store => self.store_down_until = now + length,
+                    Component::Broker => self.broker_down_until = now + length,
+                }
+                self.sometimes(match component {
+                    Component::Store => "store-outage",
+                    Component::Broker => "broker-outage",
+                });
+            }
+            fired.is_some()
+        };
+        if down && self.rec.fault.is_none() {
+            self.rec.fault = Some((site, FaultKind::Outage));
+        }
+        down
+    }
+
+    /// How long an outage lasts: long enough, at times, to exhaust a
+    /// worker's store calls (`store_calls_max` timeouts) or outlive every
+    /// visibility timeout, so the dead-letter and re-drive paths run.
+    fn outage_length(&mut self, component: Component) -> u64 {
+        let high = match component {
+            Component::Store => {
+                2 * (self.config.store_calls_max + 1) * self.config.store_timeout_ms.max(1)
+            }
+            Component::Broker => 2 * self.longest_wait(),
+        };
+        self.faults.parameter(1, high)
+    }
+
+    /// When the broker comes back, if it is out now.
+    pub fn broker_down(&self) -> Option<u64> {
+        (self.broker_down_until > self.now).then_some(self.broker_down_until)
+    }
+}
