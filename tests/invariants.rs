@@ -176,6 +176,10 @@ fn fires_one_task_per_intent() {
         .expect("the intent was answered");
     assert_eq!(first.answer, Answer::Accepted(TASK));
     let at = first.deadline_ms - 1;
+    // A quota of one, spent: QUOTA_EXCEEDED is then an answer the quota
+    // allows (`quota-exact`), and only the intent's first answer judges it.
+    world.db.quota_total = 1;
+    world.db.quota_remaining = 0;
     // A retry before the deadline answered with the first answer is fine.
     clean(&mut world, answered(intent, Answer::Accepted(TASK), at));
     // The same intent answered differently while its record lives.
@@ -231,6 +235,8 @@ fn one_task_per_key_allows_a_new_task_once_the_record_expired() {
     assert!(world.db.record(&key).is_none());
     let second = insert_task(&mut world, &key);
     record(&mut world, &key, second);
+    // A create the API accepts is charged to the quota.
+    world.db.quota_remaining -= 1;
     clean(
         &mut world,
         Touched {
@@ -544,6 +550,38 @@ fn fires_quota_never_oversold() {
     // With a quota of 1 it overspends.
     let (mut world, touched) = second_create(1);
     fires(&mut world, touched, "quota-never-oversold");
+}
+
+#[test]
+fn fires_quota_exact() {
+    let (mut world, touched) = second_create(3);
+    clean(&mut world, touched);
+    // Judged at the next answer (the first intent's retry, answered as
+    // before): a create charged twice (a retry charging again) breaks it.
+    let intent = IntentId(1);
+    let at = world
+        .intents
+        .get(intent)
+        .expect("the intent is live")
+        .first
+        .expect("answered")
+        .deadline_ms
+        - 1;
+    let retry = || answered(intent, Answer::Accepted(TASK), at);
+    clean(&mut world, retry());
+    world.db.quota_remaining -= 1;
+    fires(&mut world, retry(), "quota-exact");
+    // So does one charged nothing.
+    world.db.quota_remaining += 2;
+    fires(&mut world, retry(), "quota-exact");
+    // A refusal with quota left undersells it; with the quota spent it
+    // is what the quota asks for.
+    let mut world = happy();
+    let refused = || answered(intent, Answer::Refused("QUOTA_EXCEEDED"), at + 2);
+    fires(&mut world, refused(), "quota-exact");
+    world.db.quota_total = 1;
+    world.db.quota_remaining = 0;
+    clean(&mut world, refused());
 }
 
 /// The inbox row the happy path left (task-1's TaskCreated message).

@@ -73,6 +73,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "accepted creates never exceed the quota",
     },
     Invariant {
+        id: "quota-exact",
+        statement: "the quota charged (total - remaining) equals the creates accepted: a retried or replayed create never charges it again, a refused one charges nothing; QUOTA_EXCEEDED is answered only once accepted creates reached the quota",
+    },
+    Invariant {
         id: "inbox-conflict-quarantined",
         statement: "a delivery whose message id matches an inbox row but whose payload hash differs is quarantined: never processed, never acked as a duplicate; the first hash's row is unaffected",
     },

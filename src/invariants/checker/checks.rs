@@ -69,6 +69,9 @@ impl World {
             }
             self.touched.keys = keys;
         }
+        if !self.touched.created.is_empty() || !self.touched.answers.is_empty() {
+            check!(self.check_quota_ledger());
+        }
         check_each!(answers, |(intent, answer, at)| self
             .check_answer(intent, answer, at));
         let touched = &mut self.touched;
@@ -141,6 +144,25 @@ impl World {
         Ok(())
     }
 
+    /// The quota is a ledger: what it charged is what it accepted. Every
+    /// charge and every refusal happens in an API step that creates a task
+    /// or answers a request, so those steps are where it is judged.
+    fn check_quota_ledger(&mut self) -> Result<(), Fired> {
+        let charged = self.db.quota_total - self.db.quota_remaining;
+        let accepted = self.checker.accepted_creates;
+        if charged != accepted {
+            return Err(Fired {
+                invariant: "quota-exact",
+                message: format!(
+                    "the quota charged {charged} creates but {accepted} were accepted (quota {})",
+                    self.db.quota_total
+                ),
+                entities: self.touched.created.iter().map(|t| t.to_string()).collect(),
+            });
+        }
+        Ok(())
+    }
+
     fn check_answer(
         &mut self,
         intent: crate::world::engine::ids::IntentId,
@@ -151,6 +173,18 @@ impl World {
             return Ok(());
         };
         let (key, fingerprint, first) = (record.key.clone(), record.fingerprint, record.first);
+        if answer == Answer::Refused("QUOTA_EXCEEDED")
+            && self.checker.accepted_creates < self.db.quota_total
+        {
+            return Err(Fired {
+                invariant: "quota-exact",
+                message: format!(
+                    "{intent} (key {key}) was refused QUOTA_EXCEEDED with {} of {} creates accepted",
+                    self.checker.accepted_creates, self.db.quota_total
+                ),
+                entities: vec![key.to_string(), intent.to_string()],
+            });
+        }
         if let Answer::Accepted(task) = answer {
             let row = self.db.task(task);
             if row.fingerprint != fingerprint {
