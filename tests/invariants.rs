@@ -526,6 +526,27 @@ fn fires_projection_consistent() {
     fires(&mut world, touched(), "projection-consistent");
 }
 
+#[test]
+fn fires_conflicting_event_never_applied() {
+    let mut world = happy();
+    let touched = || Touched {
+        projection: vec![TASK],
+        ..Touched::default()
+    };
+    clean(&mut world, touched());
+    // The model's state is right, but the event it applied at sequence 2
+    // carried another payload than the stored one under the same id.
+    let model = world.projector.models.get_mut(TASK).expect("model");
+    assert_eq!(model.applied.len(), 2, "created and completed");
+    model.applied[1].1[0] ^= 0xff;
+    fires(&mut world, touched(), "conflicting-event-never-applied");
+    // Another id at that sequence is a history conflict, not this one's
+    // business: the stored id is what it compares.
+    let model = world.projector.models.get_mut(TASK).expect("model");
+    model.applied[1].0 = Text::from("evt-other");
+    clean(&mut world, touched());
+}
+
 /// task-1 completed under a quota of `quota`, then a second accepted
 /// create under a new key.
 fn second_create(quota: u64) -> (World, Touched) {

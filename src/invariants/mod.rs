@@ -69,6 +69,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the projector's read model of a task is a state the task really had, field for field, at that version",
     },
     Invariant {
+        id: "conflicting-event-never-applied",
+        statement: "no consumer applies an event whose id the event store holds with another payload: at each sequence, the projector's model applied the stored event's payload hash",
+    },
+    Invariant {
         id: "quota-never-oversold",
         statement: "accepted creates never exceed the quota",
     },

@@ -444,6 +444,27 @@ impl World {
         let Some(model) = self.projector.models.get(task) else {
             return Ok(());
         };
+        // Each event the model applied is the stored fact at its sequence:
+        // an id the store holds with another payload was never applied.
+        if let Some(row) = self.db.find_task(task) {
+            for (index, (id, hash)) in model.applied.iter().enumerate() {
+                let Some(stored) = row.events.get(index) else {
+                    break;
+                };
+                if stored.event.event_id == *id && stored.payload_sha256 != *hash {
+                    return Err(Fired {
+                        invariant: "conflicting-event-never-applied",
+                        message: format!(
+                            "the projector applied {id} to {task} at sequence {} with payload {}, but the event store holds it with {}",
+                            index + 1,
+                            &hex(hash)[..16],
+                            &hex(&stored.payload_sha256)[..16]
+                        ),
+                        entities: vec![task.to_string(), id.to_string()],
+                    });
+                }
+            }
+        }
         let model = &model.state;
         let had = self
             .checker

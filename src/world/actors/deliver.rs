@@ -113,11 +113,6 @@ impl World {
         // The hand-off's faults count per receiving consumer, so a scenario
         // can say "the 2nd delivery to the projector".
         let fault = self.faults.at(Site::BrokerDeliver, consumer, self.rec.step);
-        let fault = match fault {
-            // A tampered copy is the inbox's business; events carry no inbox.
-            Some(FaultKind::Tamper) if delivery.topic == Topic::TaskEvents => None,
-            other => other,
-        };
         if let Some(kind) = fault {
             self.rec.fault = Some((Site::BrokerDeliver, kind));
         }

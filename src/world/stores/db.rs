@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::hash::Sha;
-use crate::task::{Evidence, TaskEvent, TaskState, Text};
+use crate::task::{EventBody, Evidence, TaskEvent, TaskState, Text};
 
 use crate::world::engine::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
@@ -198,7 +198,66 @@ impl Payload {
                     not_before_ms: *not_before_ms,
                 }
             }
-            Payload::Event(event) => Payload::Event(event.clone()),
+            // Same event id, task and sequence; one field of the body
+            // altered, as a buggy or hostile hop would.
+            Payload::Event(event) => {
+                let mut altered = TaskEvent::clone(event);
+                altered.body = match altered.body {
+                    EventBody::TaskStarted {
+                        attempt,
+                        worker_id,
+                        lease_until_epoch_ms,
+                    } => EventBody::TaskStarted {
+                        attempt,
+                        worker_id,
+                        lease_until_epoch_ms: lease_until_epoch_ms + 1,
+                    },
+                    EventBody::CancellationRequested {
+                        signal_id,
+                        requester,
+                        reason,
+                    } => EventBody::CancellationRequested {
+                        signal_id,
+                        requester,
+                        reason: format!("{reason}~").into(),
+                    },
+                    EventBody::TaskCompleted {
+                        attempt,
+                        artifact_sha256,
+                        artifact_verified,
+                    } => EventBody::TaskCompleted {
+                        attempt,
+                        artifact_sha256: format!("{artifact_sha256}~").into(),
+                        artifact_verified,
+                    },
+                    EventBody::AttemptFailed {
+                        attempt,
+                        error_code,
+                        retryable,
+                        next_attempt,
+                    } => EventBody::AttemptFailed {
+                        attempt,
+                        error_code: format!("{error_code}~").into(),
+                        retryable,
+                        next_attempt,
+                    },
+                    EventBody::TaskFailed {
+                        attempt,
+                        error_code,
+                    } => EventBody::TaskFailed {
+                        attempt,
+                        error_code: format!("{error_code}~").into(),
+                    },
+                    EventBody::TaskCancelled {
+                        stopped_at_sequence,
+                        effects_reconciled,
+                    } => EventBody::TaskCancelled {
+                        stopped_at_sequence: stopped_at_sequence + 1,
+                        effects_reconciled,
+                    },
+                };
+                Payload::Event(Rc::new(altered))
+            }
         }
     }
 }

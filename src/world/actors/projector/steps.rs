@@ -169,6 +169,17 @@ impl World {
         self.rec.task = Some(task);
         self.rec.version = Some(event.sequence);
         self.rec.hash = Some(payload_sha256);
+        if self.stored_with_another_payload(task, &event, payload_sha256) {
+            // A copy altered on its way: the event store holds this id with
+            // another payload. Never applied; the model takes the stored
+            // events instead (a refetch through this sequence), then acks.
+            self.rec.outcome = "EVENT_ID_PAYLOAD_CONFLICT";
+            self.record_rejection(task, &event, "EVENT_ID_PAYLOAD_CONFLICT");
+            self.sometimes("altered-event-refetched");
+            self.projector.phase = ProjectorPhase::Refetch;
+            self.finish_projector_step();
+            return true;
+        }
         match self.apply_to_model(task, &event, payload_sha256) {
             Applied::Fresh => {
                 self.rec.outcome = "applied";
@@ -193,6 +204,24 @@ impl World {
             }
         }
         true
+    }
+
+    /// Whether the event store holds the event's id at its sequence with
+    /// another payload hash: the delivered copy is not the fact.
+    fn stored_with_another_payload(
+        &self,
+        task: TaskId,
+        event: &TaskEvent,
+        payload_sha256: Sha,
+    ) -> bool {
+        let stored = self.db.find_task(task).and_then(|row| {
+            usize::try_from(event.sequence - 1)
+                .ok()
+                .and_then(|index| row.events.get(index))
+        });
+        stored.is_some_and(|stored| {
+            stored.event.event_id == event.event_id && stored.payload_sha256 != payload_sha256
+        })
     }
 
     /// Invalidates the cache for the model's version, then acks.
