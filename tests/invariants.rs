@@ -808,6 +808,26 @@ fn a_create_after_an_intents_deadline_is_judged_as_a_new_intent() {
 }
 
 #[test]
+fn fires_inbox_final_never_rewritten() {
+    let mut world = happy();
+    let row = inbox_row(&world);
+    let written = || Touched {
+        inbox: vec![row.message],
+        ..Touched::default()
+    };
+    // Written again as it was: fine.
+    clean(&mut world, written());
+    // A late writer turns the completed row into a failure.
+    let late = world.db.inbox.get_mut(row.message).expect("the row");
+    late.state = sim::world::stores::db::InboxState::Failed;
+    late.result = Some(sim::world::stores::db::ProcessResult::Failed {
+        task: TASK,
+        code: "LEASE_LOST",
+    });
+    fires(&mut world, written(), "inbox-final-never-rewritten");
+}
+
+#[test]
 fn fires_duplicate_acked_with_first_result() {
     let mut world = happy();
     let row = inbox_row(&world);

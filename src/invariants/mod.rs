@@ -85,6 +85,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a delivery whose message id matches an inbox row but whose payload hash differs is quarantined: never processed, never acked as a duplicate; the first hash's row is unaffected",
     },
     Invariant {
+        id: "inbox-final-never-rewritten",
+        statement: "an inbox row in a final state keeps its state and result: no later writer (a worker that outlived its inbox lease while another finished the message) rewrites them",
+    },
+    Invariant {
         id: "duplicate-acked-with-first-result",
         statement: "a delivery whose id and hash match an inbox row in a final state is answered with the recorded result and an ack: no new effect, no failure, no nack",
     },

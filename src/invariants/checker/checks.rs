@@ -107,7 +107,9 @@ impl World {
         // the checks: a conflicting delivery is judged against the row as
         // the last writing step left it.
         for index in 0..self.touched.inbox.len() {
-            self.mirror_inbox(self.touched.inbox[index]);
+            let message = self.touched.inbox[index];
+            check!(self.check_inbox_final(message));
+            self.mirror_inbox(message);
         }
         self.counters.invariant_checks += checks;
         if let Some(found) = fired {
@@ -572,6 +574,28 @@ impl World {
     /// Keeps the checker's copy of an inbox row (payload hash, state,
     /// result), after every step that wrote it; a conflicting delivery
     /// must leave the first hash's row as it was.
+    /// A final inbox row is the message's answer for good: the write this
+    /// step made keeps its state and result.
+    fn check_inbox_final(&self, message: OutboxId) -> Result<(), Fired> {
+        let (Some((_, state, result)), Some(row)) =
+            (self.checker.inbox.get(message), self.db.inbox.get(message))
+        else {
+            return Ok(());
+        };
+        if state.is_final() && (row.state, row.result) != (*state, *result) {
+            return Err(Fired {
+                invariant: "inbox-final-never-rewritten",
+                message: format!(
+                    "the inbox row of {message} was {} and was rewritten to {}",
+                    state.as_str(),
+                    row.state.as_str()
+                ),
+                entities: vec![message.to_string()],
+            });
+        }
+        Ok(())
+    }
+
     fn mirror_inbox(&mut self, message: OutboxId) {
         if let Some(row) = self.db.inbox.get(message) {
             self.checker

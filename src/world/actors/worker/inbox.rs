@@ -155,8 +155,16 @@ impl World {
 
     pub(super) fn finalize_inbox(&mut self, job: &Job, state: InboxState) {
         let now = self.now;
+        let holder = self.worker_holder();
+        // Only the holder of the row's processing lease finalizes it, once:
+        // a worker that froze past its lease while another took the message
+        // over and finalized it must not overwrite that result.
         if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
             && row.payload_sha256 == job.delivery.payload_sha256
+            && row.state == InboxState::Processing
+            && row
+                .lease
+                .is_none_or(|(actor, incarnation, _)| (actor, incarnation) == holder)
         {
             row.state = state;
             row.result = job.result;
