@@ -299,8 +299,10 @@ impl World {
             self.sometimes("idempotency-record-expired");
             // Only a finished task is compacted (the early-expiry mutant
             // drops records of unfinished ones; their rows stay).
-            if let Some(task) = done {
-                self.compact_task(task);
+            if let Some(task) = done
+                && !self.compact_task(task)
+            {
+                self.compaction_deferred.push(task);
             }
         } else if task.is_some_and(|task| self.db.in_review(task)) {
             // Kept until a human settles the task; nothing to look at again.
@@ -326,7 +328,21 @@ impl World {
             self.rec.outcome = "kept";
             self.sometimes("retention-kept-unfinished");
         }
+        self.compact_deferred();
         self.finish();
+    }
+
+    /// Compacts the finished tasks an earlier expiry left whole because
+    /// something still carried them, those that nothing carries now. Few
+    /// wait at a time (a delivery or a job outlives the expiry by a step or
+    /// a few), so looking at each at every expiry costs little.
+    fn compact_deferred(&mut self) {
+        if self.compaction_deferred.is_empty() {
+            return;
+        }
+        let mut waiting = std::mem::take(&mut self.compaction_deferred);
+        waiting.retain(|&task| !self.compact_task(task));
+        self.compaction_deferred = waiting;
     }
 
     /// Terminal, every outbox row published, no effect left open.
@@ -349,8 +365,9 @@ impl World {
     /// them); its events, snapshots, ledger,
     /// outbox and inbox rows, cache entry and read model go. A task that
     /// anything still carries (a broker entry, a delivery on its way, an
-    /// actor's job) is left whole.
-    pub fn compact_task(&mut self, task: TaskId) {
+    /// actor's job) is left whole, and this returns false; otherwise true
+    /// (compacted now or before).
+    pub fn compact_task(&mut self, task: TaskId) -> bool {
         let in_flight = self.broker.carries_task(task)
             || self
                 .projector
@@ -372,11 +389,11 @@ impl World {
                     .values()
                     .any(|call| call.op.task_named() == Some(task)));
         if in_flight {
-            return;
+            return false;
         }
         let row = self.db.task_mut(task);
         if row.compacted {
-            return;
+            return true;
         }
         row.compacted = true;
         row.events = Vec::new();
@@ -396,5 +413,6 @@ impl World {
             .extract_if((task, 0)..=(task, u16::MAX), |_, _| true)
             .for_each(drop);
         self.checker.forget_history(task);
+        true
     }
 }
