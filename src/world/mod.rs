@@ -194,7 +194,7 @@ pub struct World {
     /// them (a broker entry, a delivery, a job): compacted at a later
     /// expiry, once nothing does, or they would keep their history, rows
     /// and read models for the rest of the run.
-    pub compaction_deferred: Vec<TaskId>,
+    pub compaction_deferred: std::collections::VecDeque<TaskId>,
     broker_poke_at: QueuedAt,
     next_worker: usize,
 }
@@ -286,7 +286,7 @@ impl World {
             crash_now: None,
             next_delivery: 0,
             compacted_input: Input::of(&serde_json::Value::Null),
-            compaction_deferred: Vec::new(),
+            compaction_deferred: std::collections::VecDeque::new(),
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
                 .collect(),

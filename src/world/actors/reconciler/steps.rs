@@ -10,6 +10,9 @@ use crate::world::stores::db::{Payload, ReviewReason, Topic, WorkKind};
 
 use super::*;
 
+/// How many deferred compactions an expiry looks at again.
+const COMPACTIONS_RETRIED_PER_EXPIRY: usize = 4;
+
 impl World {
     /// The earliest time the reconciler has something to look at.
     /// When the next repair is due: an expired lease or a dead letter.
@@ -302,7 +305,7 @@ impl World {
             if let Some(task) = done
                 && !self.compact_task(task)
             {
-                self.compaction_deferred.push(task);
+                self.compaction_deferred.push_back(task);
             }
         } else if task.is_some_and(|task| self.db.in_review(task)) {
             // Kept until a human settles the task; nothing to look at again.
@@ -332,17 +335,20 @@ impl World {
         self.finish();
     }
 
-    /// Compacts the finished tasks an earlier expiry left whole because
-    /// something still carried them, those that nothing carries now. Few
-    /// wait at a time (a delivery or a job outlives the expiry by a step or
-    /// a few), so looking at each at every expiry costs little.
+    /// Looks again at a few of the finished tasks an earlier expiry left
+    /// whole because something still carried them, oldest first: each is
+    /// compacted if nothing carries it now, or goes to the back of the
+    /// line. A few per expiry, not all: behind a backlog (the events of
+    /// an overloaded run wait long for the projector) thousands wait, and
+    /// looking at every one at every expiry took 45% of a 3x10^6-step run.
+    /// Each expiry adds at most one, so the line drains.
     fn compact_deferred(&mut self) {
-        if self.compaction_deferred.is_empty() {
-            return;
+        for _ in 0..COMPACTIONS_RETRIED_PER_EXPIRY.min(self.compaction_deferred.len()) {
+            let task = self.compaction_deferred.pop_front().expect("counted");
+            if !self.compact_task(task) {
+                self.compaction_deferred.push_back(task);
+            }
         }
-        let mut waiting = std::mem::take(&mut self.compaction_deferred);
-        waiting.retain(|&task| !self.compact_task(task));
-        self.compaction_deferred = waiting;
     }
 
     /// Terminal, every outbox row published, no effect left open.
