@@ -304,6 +304,9 @@ impl Checker {
         // The fold goes straight into the history; a check that fails takes
         // it back out, so a failed check leaves the mirror as it was.
         let history = &mut mirror.history;
+        if history.capacity() == 1 {
+            history.reserve_exact(2);
+        }
         let start = history.len();
         for stored in fresh {
             let replay = history.last().expect("starts with the initial state");
@@ -352,8 +355,10 @@ impl Checker {
 fn mirror_in<'a>(tasks: &'a mut Vec<Mirror>, db: &Db, task: TaskId) -> &'a mut Mirror {
     while tasks.len() <= task.slot() {
         let id = TaskId(tasks.len() as u32 + 1);
-        let mut history = Vec::with_capacity(3);
-        history.push(initial_state(db.task(id).state.task_id.clone()));
+        // The initial state alone while the task is queued (a backlog of
+        // queued tasks is most of an overloaded run); room for the two
+        // states most tasks go through is made at their first event.
+        let history = vec![initial_state(db.task(id).state.task_id.clone())];
         tasks.push(Mirror::Live(TaskMirror { synced: 0, history }));
     }
     &mut tasks[task.slot()]

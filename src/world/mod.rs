@@ -191,6 +191,11 @@ pub struct World {
     worker_names: Vec<Text>,
     /// What a compacted task's row points at instead of its input.
     pub compacted_input: Rc<Input>,
+    /// Finished tasks whose retention ended while something still carried
+    /// them (a broker entry, a delivery, a job): compacted at a later
+    /// expiry, once nothing does, or they would keep their history, rows
+    /// and read models for the rest of the run.
+    pub compaction_deferred: std::collections::VecDeque<TaskId>,
     broker_poke_at: QueuedAt,
     next_worker: usize,
     /// An `outage` took the artifact store, or the broker, down until then.
@@ -285,6 +290,7 @@ impl World {
             crash_now: None,
             next_delivery: 0,
             compacted_input: Input::of(&serde_json::Value::Null),
+            compaction_deferred: std::collections::VecDeque::new(),
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
                 .collect(),

@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::slots::Slots;
+
 /// Counter ids that name a slot: 0-based, dense.
 pub trait Slot: Copy {
     fn slot(self) -> usize;
@@ -27,7 +29,8 @@ pub trait Slot: Copy {
 /// simpler. Iteration is in id order.
 #[derive(Debug)]
 pub struct IdTable<K, V> {
-    slots: VecDeque<Option<V>>,
+    /// In chunks (`Slots`): memory follows the window's length now.
+    slots: Slots<V>,
     /// The slot number of `slots[0]`.
     base: usize,
     /// Rows in `slots`.
@@ -51,7 +54,7 @@ fn too_sparse(slots: usize, rows: usize) -> bool {
 impl<K, V> Default for IdTable<K, V> {
     fn default() -> IdTable<K, V> {
         IdTable {
-            slots: VecDeque::new(),
+            slots: Slots::default(),
             base: 0,
             in_window: 0,
             stragglers: BTreeMap::new(),
@@ -115,15 +118,16 @@ impl<K: Slot, V> IdTable<K, V> {
                 return;
             }
             for _ in slot..self.base {
-                self.slots.push_front(None);
+                self.slots.push_front_empty();
             }
             self.base = slot;
         }
         let index = slot - self.base;
         if index >= self.slots.len() {
-            self.slots.resize_with(index + 1, || None);
+            self.slots.grow_to(index + 1);
         }
-        if self.slots[index].replace(row).is_none() {
+        let place = self.slots.get_mut(index).expect("grown to it");
+        if place.replace(row).is_none() {
             self.in_window += 1;
             self.thin();
         }
@@ -177,7 +181,7 @@ impl<K: Slot, V> IdTable<K, V> {
             .extract_if(.., |_, row| take(row))
             .map(|(_, row)| *row)
             .collect();
-        for slot in &mut self.slots {
+        for slot in self.slots.iter_mut() {
             if slot.as_ref().is_some_and(&mut take) {
                 taken.extend(slot.take());
                 self.in_window -= 1;

@@ -482,6 +482,17 @@ pub struct TaskRow {
     pub compacted: bool,
 }
 
+/// Pushes `item` onto one of a task's short lists, sized to `first` items
+/// on the first push: a queued task holds no list at all (the backlog of an
+/// overloaded run is queued tasks, and was most of its memory), and one
+/// that runs gets the size most tasks need, not the four a `Vec` starts at.
+pub fn push_sized<T>(list: &mut Vec<T>, first: usize, item: T) {
+    if list.capacity() == 0 {
+        list.reserve_exact(first);
+    }
+    list.push(item);
+}
+
 impl TaskRow {
     pub fn effect(&self, token: Token) -> Option<&LedgerRow> {
         self.effects.iter().find(|row| row.token == token)

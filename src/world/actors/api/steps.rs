@@ -373,10 +373,12 @@ impl World {
             input_sha256: input.sha256,
             replay_of,
             created_ms: self.now,
-            // Most tasks have two events, one effect and three outbox rows.
-            events: Vec::with_capacity(2),
+            // Most tasks have two events, one effect and three outbox rows;
+            // the lists of events and effects are sized on their first push
+            // (`db::push_sized`), so a task still queued holds none.
+            events: Vec::new(),
             snapshots: Vec::new(),
-            effects: Vec::with_capacity(1),
+            effects: Vec::new(),
             lease: None,
             outbox_rows: Vec::with_capacity(3),
             redrives: 0,

@@ -70,14 +70,18 @@ impl World {
                 matches!(ledger.state, EffectState::Compensated | EffectState::Failed)
             }
             None => {
-                row.effects.push(LedgerRow {
-                    token,
-                    state: EffectState::Planned,
-                    request_sha256: [0; 32],
-                    observed_sha256: None,
-                    error_code: None,
-                    fenced_by: Some(actor),
-                });
+                crate::world::stores::db::push_sized(
+                    &mut row.effects,
+                    1,
+                    LedgerRow {
+                        token,
+                        state: EffectState::Planned,
+                        request_sha256: [0; 32],
+                        observed_sha256: None,
+                        error_code: None,
+                        fenced_by: Some(actor),
+                    },
+                );
                 false
             }
         };

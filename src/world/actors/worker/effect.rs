@@ -81,14 +81,18 @@ impl World {
             .cloned();
         match existing {
             None => {
-                row.effects.push(LedgerRow {
-                    token: job.token,
-                    state: EffectState::Started,
-                    request_sha256: sha,
-                    observed_sha256: None,
-                    error_code: None,
-                    fenced_by: None,
-                });
+                crate::world::stores::db::push_sized(
+                    &mut row.effects,
+                    1,
+                    LedgerRow {
+                        token: job.token,
+                        state: EffectState::Started,
+                        request_sha256: sha,
+                        observed_sha256: None,
+                        error_code: None,
+                        fenced_by: None,
+                    },
+                );
                 self.rec.outcome = "started";
                 Step::Next(WorkerPhase::Put, self.latency())
             }

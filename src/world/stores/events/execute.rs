@@ -224,13 +224,17 @@ impl World {
         let event = Rc::new(event);
         self.insert_event_row(task, Rc::clone(&event), payload_sha256);
         let row = self.db.task_mut(task);
-        row.events.push(StoredEvent {
-            event,
-            payload_sha256,
-            evidence,
-            appended_ms: now,
-            attempt,
-        });
+        crate::world::stores::db::push_sized(
+            &mut row.events,
+            2,
+            StoredEvent {
+                event,
+                payload_sha256,
+                evidence,
+                appended_ms: now,
+                attempt,
+            },
+        );
         row.state = next;
         let snapshot_every = self.config.snapshot_every as i64;
         if snapshot_every > 0 && sequence % snapshot_every == 0 {

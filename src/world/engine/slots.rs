@@ -1,0 +1,209 @@
+//! `Slots`: the window of an `IdTable`, a deque of optional rows kept in
+//! fixed-size chunks, so its memory follows the window's length as it is,
+//! not the longest it ever was.
+
+use std::collections::VecDeque;
+
+/// Slots per chunk: a power of two, so finding a slot is a shift and a
+/// mask. 64 rows of the largest table (outbox rows, 216 bytes) are 14 KB.
+const CHUNK: usize = 64;
+
+/// A deque of `Option<V>` with the few operations a window needs: a
+/// lookup by index, a pop or a push of empty slots at the front, growth
+/// at the back. A `VecDeque` of rows doubled its buffer as the window grew
+/// and never gave it back: a window that once spanned 40,000 slots held
+/// 65,536 for the rest of the run (the outbox of a long overloaded run
+/// held 28 MB for 60,000 rows). Here a chunk is freed as soon as the front
+/// leaves it, and the back grows one chunk at a time. Slots past `len`
+/// are always `None`.
+#[derive(Debug)]
+pub struct Slots<V> {
+    chunks: VecDeque<Box<[Option<V>]>>,
+    /// Where slot 0 is in `chunks[0]`.
+    head: usize,
+    len: usize,
+    /// The last chunk freed, every slot `None`: a window that moves back
+    /// and forth across a chunk's edge takes it back without allocating.
+    spare: Option<Box<[Option<V>]>>,
+}
+
+impl<V> Default for Slots<V> {
+    fn default() -> Slots<V> {
+        Slots {
+            chunks: VecDeque::new(),
+            head: 0,
+            len: 0,
+            spare: None,
+        }
+    }
+}
+
+impl<V> Slots<V> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where slot `index` lives: chunk and offset (no bounds check).
+    #[inline]
+    fn place(&self, index: usize) -> (usize, usize) {
+        let at = self.head + index;
+        (at / CHUNK, at % CHUNK)
+    }
+
+    #[inline]
+    pub fn get(&self, index: usize) -> Option<&Option<V>> {
+        if index >= self.len {
+            return None;
+        }
+        let (chunk, offset) = self.place(index);
+        Some(&self.chunks[chunk][offset])
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut Option<V>> {
+        if index >= self.len {
+            return None;
+        }
+        let (chunk, offset) = self.place(index);
+        Some(&mut self.chunks[chunk][offset])
+    }
+
+    pub fn front(&self) -> Option<&Option<V>> {
+        self.get(0)
+    }
+
+    /// A fresh chunk of empty slots: the spare one if there is one.
+    fn new_chunk(&mut self) -> Box<[Option<V>]> {
+        self.spare
+            .take()
+            .unwrap_or_else(|| std::iter::repeat_with(|| None).take(CHUNK).collect())
+    }
+
+    /// Keeps `chunk` (every slot already `None`) as the spare.
+    fn free_chunk(&mut self, chunk: Box<[Option<V>]>) {
+        debug_assert!(chunk.iter().all(Option::is_none));
+        self.spare = Some(chunk);
+    }
+
+    pub fn pop_front(&mut self) -> Option<Option<V>> {
+        if self.len == 0 {
+            return None;
+        }
+        let head = self.head;
+        let taken = self.chunks[0][head].take();
+        self.len -= 1;
+        self.head += 1;
+        if self.head == CHUNK || self.len == 0 {
+            // The front chunk is empty: slots past `len` are `None`.
+            let chunk = self.chunks.pop_front().expect("a chunk holds slot 0");
+            self.free_chunk(chunk);
+            self.head = 0;
+            if self.len == 0 {
+                // Anything left is past `len`, hence empty.
+                while let Some(chunk) = self.chunks.pop_front() {
+                    self.free_chunk(chunk);
+                }
+            }
+        }
+        Some(taken)
+    }
+
+    /// Adds an empty slot at the front.
+    pub fn push_front_empty(&mut self) {
+        if self.head == 0 {
+            let chunk = self.new_chunk();
+            self.chunks.push_front(chunk);
+            self.head = CHUNK;
+        }
+        self.head -= 1;
+        self.len += 1;
+    }
+
+    /// Grows to `len` slots, the new ones empty.
+    pub fn grow_to(&mut self, len: usize) {
+        debug_assert!(len >= self.len);
+        let needed = (self.head + len).div_ceil(CHUNK);
+        while self.chunks.len() < needed {
+            let chunk = self.new_chunk();
+            self.chunks.push_back(chunk);
+        }
+        self.len = len;
+    }
+
+    pub fn clear(&mut self) {
+        while let Some(mut chunk) = self.chunks.pop_front() {
+            chunk.iter_mut().for_each(|slot| *slot = None);
+            self.free_chunk(chunk);
+        }
+        self.head = 0;
+        self.len = 0;
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Option<V>> {
+        self.chunks
+            .iter()
+            .flat_map(|chunk| chunk.iter())
+            .skip(self.head)
+            .take(self.len)
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Option<V>> {
+        self.chunks
+            .iter_mut()
+            .flat_map(|chunk| chunk.iter_mut())
+            .skip(self.head)
+            .take(self.len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Slots` answers as a `VecDeque<Option<u32>>` does, through pops,
+    /// pushes at the front, growth and clears across chunk edges.
+    #[test]
+    fn slots_answer_as_a_deque_does() {
+        let mut slots: Slots<u32> = Slots::default();
+        let mut model: VecDeque<Option<u32>> = VecDeque::new();
+        let mut state = 7u64;
+        for round in 0..20_000u32 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            match (state >> 33) % 9 {
+                0..=2 => {
+                    let len = model.len() + ((state >> 40) % 100) as usize;
+                    model.resize_with(len, || None);
+                    slots.grow_to(len);
+                }
+                3 | 4 => {
+                    assert_eq!(slots.pop_front(), model.pop_front(), "round {round}");
+                }
+                5 => {
+                    model.push_front(None);
+                    slots.push_front_empty();
+                }
+                6 | 7 if !model.is_empty() => {
+                    let index = (state >> 20) as usize % model.len();
+                    model[index] = Some(round);
+                    *slots.get_mut(index).expect("in range") = Some(round);
+                }
+                8 if (state >> 50).is_multiple_of(20) => {
+                    model.clear();
+                    slots.clear();
+                }
+                _ => {}
+            }
+            assert_eq!(slots.len(), model.len());
+            assert_eq!(slots.front(), model.front());
+            assert!(slots.iter().eq(model.iter()), "round {round}");
+            assert_eq!(slots.get(model.len()), None);
+            assert!(slots.chunks.len() <= (slots.head + slots.len).div_ceil(CHUNK) + 1);
+        }
+    }
+}
