@@ -61,7 +61,7 @@ mutant_table! {
     PublishAfterCommit, "publish-after-commit", "the API publishes to the broker itself after its transaction commits, instead of writing an outbox row", "000 §4", "no-orphan-message";
     SplitCreateTransaction, "split-create-transaction", "the task is written in one transaction, its idempotency record and outbox row in a second", "000 §2", "one-task-per-intent";
     NewMessageIdOnRepublish, "new-message-id-on-republish", "an unknown confirm republishes the row's payload under a new message id", "000 §4.1", "no-orphan-message";
-    NoInboxDedupe, "no-inbox-dedupe", "the worker processes every delivery as new, recomputing its answer instead of returning the recorded one", "000 §6", "duplicate-acked-with-first-result";
+    NoInboxDedupe, "no-inbox-dedupe", "the worker processes every delivery as new, recomputing its answer instead of returning the recorded one", "000 §6", "inbox-final-never-rewritten";
     NoInboxHashCheck, "no-inbox-hash-check", "a message id seen with another payload is treated as a plain duplicate", "000 §6, §13.4", "inbox-conflict-quarantined";
     NewTokenOnRetry, "new-token-on-retry", "a retried effect gets a new idempotency token", "000 §7", "one-visible-artifact-per-task";
     TimeoutMeansNotExecuted, "timeout-means-not-executed", "a put that timed out fails the attempt without reading back or fencing", "000 §7, §15 exp. 2", "one-visible-artifact-per-task";
