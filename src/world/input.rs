@@ -10,6 +10,7 @@ use crate::faults::ScriptedFault;
 use crate::mutants::Mutant;
 use crate::task::{TaskEvent, Text};
 use crate::world::engine::ids::{DeadLetterId, OutboxId, TaskId};
+use crate::world::engine::schedule::Wake;
 use crate::world::stores::broker::DeadLetter;
 use crate::world::stores::db::Input;
 
@@ -22,6 +23,9 @@ pub struct Setup {
     /// Scripted requests, issued at their times as a chain.
     pub requests: Vec<Request>,
     pub faults: Vec<ScriptedFault>,
+    /// Wakes to fire first, in this order, whatever their due times (a
+    /// model checker's counterexample); empty for the usual time order.
+    pub schedule: Vec<Wake>,
 }
 
 /// A source of requests drawn while the world runs (the fuzz workload).
@@ -31,6 +35,15 @@ pub trait Workload {
     /// The request to issue now, and the gap in virtual milliseconds until
     /// the next one. It may look at the dead letters (replays name them).
     fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64);
+
+    /// A copy drawing the same requests from here on (a forked world's).
+    fn fork(&self) -> Box<dyn Workload>;
+}
+
+impl Clone for Box<dyn Workload> {
+    fn clone(&self) -> Box<dyn Workload> {
+        self.fork()
+    }
 }
 
 /// Which task a cancel or a status read is about.

@@ -35,7 +35,7 @@ pub enum ProjectorPhase {
     Ack,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,

@@ -25,6 +25,14 @@ impl<K: Hash + Eq + Ord + fmt::Debug, V: fmt::Debug> fmt::Debug for KeyMap<K, V>
     }
 }
 
+impl<K: Clone, V: Clone> Clone for KeyMap<K, V> {
+    fn clone(&self) -> KeyMap<K, V> {
+        KeyMap {
+            table: self.table.clone(),
+        }
+    }
+}
+
 impl<K, V> Default for KeyMap<K, V> {
     fn default() -> KeyMap<K, V> {
         KeyMap {

@@ -71,7 +71,7 @@ pub fn is_transient(code: &str) -> bool {
     )
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Broker {
     /// Live entries, by id (born in id order, mostly gone in it).
     pub entries: IdTable<EntryId, Entry>,

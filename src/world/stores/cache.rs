@@ -30,7 +30,7 @@ pub enum Fill {
     Refused,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Cache {
     pub entries: IdTable<TaskId, CacheEntry>,
 }

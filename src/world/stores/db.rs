@@ -23,7 +23,7 @@ pub const REDUCER_VERSION: &str = "task-reducer-v1";
 
 /// An input document as the API received it, with what the pipeline derives
 /// from it once.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Input {
     /// Its canonical JSON (keys sorted), what the hash and the transform read.
     pub canonical: String,
@@ -397,7 +397,7 @@ pub struct Snapshot {
 }
 
 /// One task: its state row and everything keyed by it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct TaskRow {
     pub id: TaskId,
     pub state: TaskState,
@@ -486,7 +486,7 @@ pub struct Rejection {
 /// How many rejections the dump lists; the count goes on.
 pub const REJECTIONS_KEPT: usize = 10_000;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Db {
     /// Dense by task id: `tasks[id.slot()]`. Rows sit in the table itself,
     /// not boxed: a compacted row lives as long as the run, and boxed it

@@ -76,7 +76,7 @@ pub enum Observed {
     Present { version: Version, hidden: bool },
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Store {
     /// Objects of tasks not compacted (and of compacted ones written
     /// again), by task: a task has a few tokens, found by a look along
