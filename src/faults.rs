@@ -147,7 +147,7 @@ pub fn catalogue() -> Vec<(Site, FaultKind)> {
 }
 
 /// Where a scripted fault fires.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Placement {
     /// The nth (1-based) occurrence of the site, counted per actor when the
     /// fault names one. For `crash`, the nth step of that actor.
@@ -162,7 +162,7 @@ pub enum Placement {
 }
 
 /// One fault of a scenario's `[[faults]]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ScriptedFault {
     pub site: Site,
     pub kind: FaultKind,
@@ -190,7 +190,7 @@ impl ScriptedFault {
 }
 
 /// Random rates per (site, kind), in parts per million of occurrences.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FaultRates {
     /// Indexed like `catalogue()`.
     pub ppm: Vec<u32>,
@@ -205,7 +205,7 @@ impl FaultRates {
 }
 
 /// A fault that fired: what, where, and at which step.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Injected {
     pub step: u64,
     pub site: Site,
@@ -216,7 +216,7 @@ pub struct Injected {
 /// The model checker's hand on the injector during one step: it records
 /// every site the step reaches and may force one decision, so a step can
 /// be run again from the same state with a fault there.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Probe {
     /// Each site occurrence of the step, in order: the site, the actor
     /// there, and whether a scripted fault fired at it.
@@ -526,21 +526,25 @@ impl Injector {
     /// the scripted plan's progress and the counts its placements read,
     /// and how many fault parameters were drawn (the next draw depends on
     /// it). A world with no scripted faults has only the last.
-    pub fn identity(&self, out: &mut impl std::fmt::Write) -> std::fmt::Result {
+    pub fn identity(&self, state: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
         let parameters_drawn = self
             .injected
             .iter()
             .filter(|fault| fault.kind == FaultKind::Delay)
             .count();
-        write!(out, "{parameters_drawn}|")?;
+        parameters_drawn.hash(state);
         if self.scripted.is_empty() {
-            return Ok(());
+            return;
         }
-        write!(
-            out,
-            "{:?}|{:?}|{:?}|{:?}|{:?}|",
-            self.fired, self.armed, self.site_count, self.site_actor_count, self.action_count
+        (
+            &self.fired,
+            &self.armed,
+            &self.site_count,
+            &self.site_actor_count,
+            &self.action_count,
         )
+            .hash(state);
     }
 
     /// A fault's parameter (a delay, say), drawn from the faults stream so

@@ -1,16 +1,16 @@
 //! A world's identity for the model checker: the part of its state that
-//! decides what can happen next and which invariants can fire, written
-//! out so that two worlds with equal identities behave alike from here on.
-//! What is left out is history and bookkeeping nothing reads back.
+//! decides what can happen next and which invariants can fire, fed to a
+//! hasher, so that two worlds with equal identities behave alike from here
+//! on. What is left out is history and bookkeeping nothing reads back.
 
-use std::fmt::{self, Write};
+use std::hash::{Hash, Hasher};
 
 use super::World;
 
 impl World {
-    /// Writes the world's identity to `out` (as `Debug` text, which every
-    /// state type has and which, for sim's ordered containers, does not
-    /// depend on how a state was reached).
+    /// Feeds the world's identity to `state` (every state type derives
+    /// `Hash`; sim's containers are ordered, and `KeyMap` hashes in key
+    /// order, so equal states hash alike whatever path led to them).
     ///
     /// In it: virtual time, the queued wakes with their due times (sorted,
     /// as any of them may fire next), every actor's volatile state and
@@ -27,46 +27,51 @@ impl World {
     /// has zero latency, so every draw is zero), the checker's per-round
     /// caches, and the list of faults injected (the checker keeps the
     /// count it budgets by beside the identity).
-    pub fn identity(&self, out: &mut impl Write) -> fmt::Result {
+    pub fn identity(&self, state: &mut impl Hasher) {
         let mut wakes = self.queue.entries();
         wakes.sort();
-        write!(out, "{}|{:?}|{:?}|", self.now, wakes, self.housekeeping_at)?;
+        (self.now, wakes, self.housekeeping_at).hash(state);
         if self.faults.places_by_step() {
-            write!(out, "{}|", self.steps)?;
+            self.steps.hash(state);
         }
-        self.faults.identity(out)?;
-        self.checker.identity(out)?;
-        write!(
-            out,
-            "{:?}|{:?}|{:?}|{:?}|{}|",
-            self.db, self.broker, self.store, self.cache, self.handler_version
-        )?;
-        write!(
-            out,
-            "{:?}|{}|{:?}|{:?}|{}|{}|",
-            self.outgoing,
+        self.faults.identity(state);
+        self.checker.identity(state);
+        (
+            &self.db,
+            &self.broker,
+            &self.store,
+            &self.cache,
+            self.handler_version,
+        )
+            .hash(state);
+        (
+            &self.outgoing,
             self.next_request,
-            self.highest_seen,
-            self.calls,
+            &self.highest_seen,
+            &self.calls,
             self.calls_by_task,
-            self.next_call
-        )?;
-        write!(
-            out,
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|",
-            self.clients, self.apis, self.publishers, self.workers, self.projector, self.reconciler
-        )?;
-        write!(
-            out,
-            "{:?}|{}|{:?}|{:?}|{}|{}|{:?}|{}",
-            self.intents,
+            self.next_call,
+        )
+            .hash(state);
+        (
+            &self.clients,
+            &self.apis,
+            &self.publishers,
+            &self.workers,
+            &self.projector,
+            &self.reconciler,
+        )
+            .hash(state);
+        (
+            &self.intents,
             self.intents_made,
-            self.intent_index,
-            self.intents_due,
+            &self.intent_index,
+            &self.intents_due,
             self.workload_on,
             self.next_delivery,
             self.broker_poke_at,
-            self.next_worker
+            self.next_worker,
         )
+            .hash(state);
     }
 }

@@ -47,7 +47,7 @@ impl Clone for Box<dyn Workload> {
 }
 
 /// Which task a cancel or a status read is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// The task created under this idempotency key.
     Key(Text),
@@ -55,7 +55,7 @@ pub enum Target {
 }
 
 /// Which dead letter an operator replays.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DeadLetterRef {
     Id(DeadLetterId),
     /// The first dead letter of this message.
@@ -64,7 +64,7 @@ pub enum DeadLetterRef {
     Task(TaskId),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum RequestKind {
     /// The input is parsed once, into its canonical JSON and hash: a
     /// request is cloned into the log and sent again on every retry.
@@ -119,7 +119,7 @@ impl RequestKind {
 /// One `[[requests]]` entry. Two creates with the same key and the same
 /// input are one client intent (the second is a retry); ground truth joins
 /// them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Request {
     pub at_ms: u64,
     pub kind: RequestKind,

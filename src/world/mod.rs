@@ -42,7 +42,7 @@ use stores::store::Store;
 use truth::intents::Intent;
 
 /// What the step being taken touched, for incremental invariant checks.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Touched {
     pub tasks: Vec<TaskId>,
     pub keys: Vec<Text>,
@@ -96,7 +96,7 @@ impl Touched {
 }
 
 /// Counts for summaries and coverage.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Counters {
     pub sometimes: BTreeMap<&'static str, u64>,
     pub transitions: BTreeMap<(crate::task::Status, crate::task::EventType), u64>,
@@ -205,7 +205,7 @@ pub struct World {
 }
 
 /// What one call to `World::step` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stepped {
     /// A step ran.
     Step,

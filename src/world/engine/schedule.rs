@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::world::engine::ids::{ActorId, CallId, RequestId};
 
 /// A pending entry of the scheduler's queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Wake {
     /// Issue the scripted request with this index (scripted requests form a
     /// chain: issuing one schedules the next, as the fuzz generator does, so

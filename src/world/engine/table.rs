@@ -25,7 +25,7 @@ pub trait Slot: Copy {
 /// request big enough to make malloc consolidate its free lists first).
 /// Small rows pay for the box too; few rows go aside, and one rule is
 /// simpler. Iteration is in id order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct IdTable<K, V> {
     slots: VecDeque<Option<V>>,
     /// The slot number of `slots[0]`.
@@ -256,7 +256,7 @@ impl<K: Slot, V> IdTable<K, V> {
 /// Those are a push or a pop, with no node to allocate or rebalance; an
 /// item elsewhere costs a binary search and a shift of the shorter side.
 /// `BTreeSet`'s order and semantics.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct SortedDeque<T> {
     items: VecDeque<T>,
 }
@@ -327,7 +327,7 @@ mod tests {
     use super::*;
 
     /// A counter id of the tests' own, numbered from 1 like the world's.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
     struct EntryId(u32);
 
     impl Slot for EntryId {
