@@ -90,6 +90,16 @@ fn mutants_are_caught_and_their_counterexamples_replay() {
             violation["path"].as_array().map(Vec::len),
             Some(depth as usize)
         );
+        if mutant == "no-inbox-dedupe" {
+            // The page of the counterexample, as `sim run --html` draws it.
+            let page = dir.join("page.html");
+            let page = page.to_str().expect("a UTF-8 path");
+            let mut with_page = args.to_vec();
+            with_page.extend(["--html", page]);
+            assert_eq!(sim(&with_page).status.code(), Some(1));
+            let html = std::fs::read_to_string(page).expect("the page is written");
+            assert!(html.contains("duplicate-acked-with-first-result"));
+        }
         let replay = sim(&["run", out, "--quiet"]);
         let story = text(&replay.stdout);
         let code = if invariant == "converges" { 3 } else { 1 };

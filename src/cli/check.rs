@@ -43,6 +43,9 @@ pub struct CheckArgs {
     /// Write a counterexample to FILE (default: counterexample.toml)
     #[arg(long, value_name = "FILE", default_value = "counterexample.toml")]
     pub out: PathBuf,
+    /// Also write the counterexample's run as an HTML timeline to FILE (as `sim run --html` does)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Print one JSON object instead of the report
     #[arg(long)]
     pub json: bool,
@@ -134,12 +137,20 @@ pub fn check_command(file: &Path, args: &CheckArgs) -> u8 {
     let seconds = stopwatch.seconds();
     let written = match &explored.found {
         Some(found) => {
-            let text = crate::scenario::write::to_toml(&counterexample(&prepared, found));
+            let mut scenario = counterexample(&prepared, found);
+            let text = crate::scenario::write::to_toml(&scenario);
             if let Err(error) = std::fs::write(&args.out, text) {
                 crate::errln!(
                     "{}",
                     InputError::new(format!("cannot write: {error}")).in_file(&args.out)
                 );
+                return EXIT_INPUT;
+            }
+            scenario.path = Some(args.out.display().to_string());
+            if let Some(page) = &args.html
+                && let Err(error) = write_page(&scenario, page)
+            {
+                crate::errln!("{error}");
                 return EXIT_INPUT;
             }
             Some(args.out.display().to_string())
@@ -163,6 +174,21 @@ pub fn check_command(file: &Path, args: &CheckArgs) -> u8 {
     } else {
         EXIT_OK
     }
+}
+
+/// Runs the counterexample as `sim run --html` would and writes its page.
+fn write_page(scenario: &crate::scenario::Scenario, page: &Path) -> Result<(), InputError> {
+    let mut recorder = crate::timeline::Recorder::new();
+    let world = crate::run::world_for(scenario);
+    let finished = crate::run::execute(scenario, world, |world, added| {
+        recorder.observe(world, added);
+    });
+    let info = crate::timeline::PageInfo {
+        title: &scenario.name,
+        description: &scenario.description,
+        command: &crate::run::reproduce_command(scenario),
+    };
+    crate::timeline::write_timeline(page, &finished.world, &finished.outcome, &recorder, &info)
 }
 
 fn states_per_second(explored: &Explored, seconds: f64) -> u64 {
