@@ -172,7 +172,7 @@ pub fn catalogue() -> Vec<(Site, FaultKind)> {
 }
 
 /// Where a scripted fault fires.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Placement {
     /// The nth (1-based) occurrence of the site, counted per actor when the
     /// fault names one. For `crash`, the nth step of that actor.
@@ -187,7 +187,7 @@ pub enum Placement {
 }
 
 /// One fault of a scenario's `[[faults]]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ScriptedFault {
     pub site: Site,
     pub kind: FaultKind,
@@ -215,7 +215,7 @@ impl ScriptedFault {
 }
 
 /// Random rates per (site, kind), in parts per million of occurrences.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FaultRates {
     /// Indexed like `catalogue()`.
     pub ppm: Vec<u32>,
@@ -230,12 +230,31 @@ impl FaultRates {
 }
 
 /// A fault that fired: what, where, and at which step.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Injected {
     pub step: u64,
     pub site: Site,
     pub kind: FaultKind,
     pub actor: ActorId,
+}
+
+/// The model checker's hand on the injector during one step: it records
+/// every site the step reaches and may force one decision, so a step can
+/// be run again from the same state with a fault there.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Probe {
+    /// Each site occurrence of the step, in order: the site, the actor
+    /// there, and whether a scripted fault fired at it.
+    pub reached: Vec<(Site, ActorId, bool)>,
+    /// Fire this kind at the occurrence with this index of `reached`.
+    pub forced: Option<(usize, FaultKind)>,
+    /// The crashable actor whose step ended with no scripted crash: where
+    /// a crash may land.
+    pub crash_reached: Option<ActorId>,
+    /// Crash that actor after its step.
+    pub crash_forced: bool,
+    /// The forced fault, once it fired.
+    pub fired: Option<Injected>,
 }
 
 /// Decides at each site occurrence whether a fault fires, from scripted
@@ -267,6 +286,8 @@ pub struct Injector {
     /// Faults switched off: the drain phase.
     pub enabled: bool,
     pub injected: Vec<Injected>,
+    /// The model checker's probe, when one is exploring (never in a run).
+    pub probe: Option<Box<Probe>>,
 }
 
 impl Injector {
@@ -302,6 +323,7 @@ impl Injector {
             action_count: Default::default(),
             enabled: true,
             injected: Vec::new(),
+            probe: None,
         }
     }
 
@@ -350,6 +372,22 @@ impl Injector {
                 chosen = Some(fault.kind);
                 self.fire(index);
                 break;
+            }
+        }
+        if let Some(probe) = self.probe.as_deref_mut() {
+            let occurrence = probe.reached.len();
+            probe.reached.push((site, actor, chosen.is_some()));
+            if let Some((forced_at, kind)) = probe.forced
+                && forced_at == occurrence
+                && chosen.is_none()
+            {
+                chosen = Some(kind);
+                probe.fired = Some(Injected {
+                    step,
+                    site,
+                    kind,
+                    actor,
+                });
             }
         }
         if chosen.is_none() && self.any_random {
@@ -465,10 +503,28 @@ impl Injector {
         }
     }
 
-    /// A crash drawn at random after a step of `actor`.
+    /// A crash drawn at random after a step of `actor`, or, under the
+    /// model checker's probe, the crash it forces there.
     fn random_crash(&mut self, actor: ActorId, step: u64) -> Option<ActorId> {
         if !actor.kind.can_crash() {
             return None;
+        }
+        if let Some(probe) = self.probe.as_deref_mut()
+            && probe.crash_reached.is_none()
+            && self.enabled
+        {
+            probe.crash_reached = Some(actor);
+            if probe.crash_forced {
+                let crash = Injected {
+                    step,
+                    site: Site::Crash,
+                    kind: FaultKind::Crash,
+                    actor,
+                };
+                probe.fired = Some(crash.clone());
+                self.injected.push(crash);
+                return Some(actor);
+            }
         }
         let ppm = self.rates[Site::Crash.index()][0];
         if !self.enabled || !self.any_random || ppm == 0 || !self.rng.chance(ppm) {
@@ -481,6 +537,39 @@ impl Injector {
             actor,
         });
         Some(actor)
+    }
+
+    /// Whether a scripted fault is placed by global step number: then the
+    /// step count is part of a world's identity.
+    pub fn places_by_step(&self) -> bool {
+        self.scripted
+            .iter()
+            .any(|fault| matches!(fault.placement, Placement::Step(_)))
+    }
+
+    /// The injector's part of a world's identity (see `World::identity`):
+    /// the scripted plan's progress and the counts its placements read,
+    /// and how many fault parameters were drawn (the next draw depends on
+    /// it). A world with no scripted faults has only the last.
+    pub fn identity(&self, state: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        let parameters_drawn = self
+            .injected
+            .iter()
+            .filter(|fault| fault.kind == FaultKind::Delay)
+            .count();
+        parameters_drawn.hash(state);
+        if self.scripted.is_empty() {
+            return;
+        }
+        (
+            &self.fired,
+            &self.armed,
+            &self.site_count,
+            &self.site_actor_count,
+            &self.action_count,
+        )
+            .hash(state);
     }
 
     /// A fault's parameter (a delay, say), drawn from the faults stream so

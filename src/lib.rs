@@ -1,6 +1,7 @@
 //! sim: a deterministic discrete-event fault-injection simulator for a
 //! reliable asynchronous task pipeline. See README.md for the codemap.
 
+pub mod check;
 pub mod cli;
 pub mod config;
 pub mod dump;

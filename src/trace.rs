@@ -193,6 +193,7 @@ impl Record {
 /// until a few kilobytes are there: the hasher then reads whole blocks in
 /// place, instead of copying every record into its block buffer, and
 /// encoding does no allocation.
+#[derive(Clone)]
 struct Encoded {
     bytes: Box<[u8; Encoded::CAPACITY]>,
     len: usize,
@@ -290,6 +291,26 @@ pub struct Trace {
     json: String,
     /// Every record kept in memory (for the story and tests), when asked.
     pub kept: Option<Vec<Record>>,
+}
+
+/// A copy for the model checker, which forks a world at every branch. A
+/// trace file is an open file written as the run goes: a fork cannot share
+/// it, so a world writing one is never forked.
+impl Clone for Trace {
+    fn clone(&self) -> Trace {
+        assert!(
+            self.lines.is_none(),
+            "a world writing a trace file is never forked"
+        );
+        Trace {
+            hasher: self.hasher.clone(),
+            buffer: self.buffer.clone(),
+            ring: self.ring.clone(),
+            lines: None,
+            json: self.json.clone(),
+            kept: self.kept.clone(),
+        }
+    }
 }
 
 impl Trace {

@@ -1,5 +1,6 @@
 //! The one integration-test binary; a module per area.
 
+mod check;
 mod cli;
 mod common;
 mod determinism;

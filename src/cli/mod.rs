@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod check;
 pub mod fuzz;
 pub mod limits;
 pub mod merge;
@@ -75,6 +76,13 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         options: ShrinkOptions,
+    },
+    /// Model-check a scenario: every order of its wakes and every fault within a budget, breadth first
+    Check {
+        /// Scenario file (TOML)
+        file: PathBuf,
+        #[command(flatten)]
+        options: check::CheckArgs,
     },
     /// Check a scenario file without running it
     Validate {
@@ -175,6 +183,7 @@ fn dispatch(command: Command) -> u8 {
             run_one: None,
         } => crate::cli::bench::bench_command(&options),
         Command::Shrink { file, options } => crate::cli::shrink::shrink_command(&file, &options),
+        Command::Check { file, options } => crate::cli::check::check_command(&file, &options),
         Command::Validate { file } => match crate::scenario::parse::load(&file) {
             Ok(scenario) => {
                 crate::outln!(

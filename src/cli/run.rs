@@ -238,6 +238,9 @@ pub fn run_command(file: &Path, options: &RunOptions) -> u8 {
             fault.describe()
         );
     }
+    if let Some(missed) = &finished.world.schedule_missed {
+        let _ = writeln!(out, "warning: {missed}");
+    }
     // A scripted request whose client is down at its time is dropped, as a
     // real client's would be: the scenario most likely meant otherwise.
     if let Some(answers) = &finished.world.answers {

@@ -111,6 +111,7 @@ pub fn fuzz_scenario(seed: u64, steps: u64, mutant: Option<Mutant>, draw: &Draw)
         config,
         requests: Vec::new(),
         faults: Vec::new(),
+        schedule: Vec::new(),
         expect: Expect::default(),
         path: None,
         sim_version: None,

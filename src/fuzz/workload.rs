@@ -274,6 +274,10 @@ impl crate::world::input::Workload for Generator {
     fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64) {
         Generator::next(self, now, dead_letters)
     }
+
+    fn fork(&self) -> Box<dyn crate::world::input::Workload> {
+        Box::new(self.clone())
+    }
 }
 
 #[cfg(test)]

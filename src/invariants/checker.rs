@@ -17,7 +17,7 @@ mod converges;
 /// What the checker remembers of one task between steps. Its status and
 /// version are its replay's, and the events it has seen are one per entry
 /// of its history after the first.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 struct TaskMirror {
     /// The check round (`Checker::round`) in which the task's history last
     /// checked clean: within one round nothing changes the database, so a
@@ -46,7 +46,7 @@ impl TaskMirror {
 /// final status and version once it was compacted. A live mirror is held
 /// inline (its history is already on the heap): no allocation per task for
 /// the mirror itself.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 enum Mirror {
     Live(TaskMirror),
     Compacted { status: Status, version: i64 },
@@ -56,7 +56,7 @@ enum Mirror {
 /// created under it and the first other one, if any. Two are enough: the
 /// check asks for a task other than the one the record names, and the
 /// first such task in creation order is always one of these two.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct KeyLife {
     first: Option<TaskId>,
     first_other: Option<TaskId>,
@@ -84,7 +84,7 @@ impl KeyLife {
 }
 
 /// How the worker found a delivery when it registered it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum DeliveryClass {
     /// Its message id has an inbox row with another hash.
     Conflicting,
@@ -100,7 +100,7 @@ type InboxCopy = (Sha, InboxState, Option<ProcessResult>);
 /// delivery id. Ids are a counter and only a few deliveries are open at a
 /// time, so a new one lands at the end and a search is a few comparisons
 /// in one small block instead of a walk down map nodes.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct OpenDeliveries {
     open: Vec<(u64, DeliveryClass)>,
 }
@@ -128,7 +128,7 @@ impl OpenDeliveries {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Checker {
     tasks: Vec<Mirror>,
     /// Event ids that do not name their own task, by the task they went to.
@@ -153,7 +153,7 @@ pub struct Checker {
 }
 
 /// What the checks read of an idempotency record.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 struct RecordView {
     fingerprint: Sha,
     committed_ms: u64,
@@ -161,6 +161,29 @@ struct RecordView {
 }
 
 impl Checker {
+    /// The checker's part of a world's identity (see `World::identity`):
+    /// what it remembers of tasks, event ids, inbox rows, open deliveries
+    /// and keys. Its round counter and per-round caches are left out: they
+    /// only spare repeated reads within one step's checks.
+    pub fn identity(&self, state: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        self.tasks.len().hash(state);
+        for mirror in &self.tasks {
+            match mirror {
+                Mirror::Live(live) => live.history.hash(state),
+                Mirror::Compacted { status, version } => (status, version).hash(state),
+            }
+        }
+        (
+            &self.event_ids,
+            &self.inbox,
+            &self.deliveries,
+            &self.keys,
+            self.accepted_creates,
+        )
+            .hash(state);
+    }
+
     /// A compacted task's history is gone: keep what judges it from now on
     /// (its status and version).
     pub fn forget_history(&mut self, task: TaskId) {

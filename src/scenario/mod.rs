@@ -8,6 +8,7 @@ pub mod write;
 use crate::config::Config;
 use crate::faults::ScriptedFault;
 use crate::mutants::Mutant;
+use crate::world::engine::schedule::Wake;
 use crate::world::input::Setup;
 
 /// A scenario's requests are the world's own input: the parser and the
@@ -25,6 +26,8 @@ pub struct Scenario {
     pub config: Config,
     pub requests: Vec<Request>,
     pub faults: Vec<ScriptedFault>,
+    /// Wakes fired first, in this order (a model checker's counterexample).
+    pub schedule: Vec<Wake>,
     pub expect: Expect,
     /// Where it came from, for messages and reproduce commands.
     pub path: Option<String>,
@@ -43,6 +46,7 @@ impl Scenario {
             config: self.config.clone(),
             requests: self.requests.clone(),
             faults: self.faults.clone(),
+            schedule: self.schedule.clone(),
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::invariants::is_invariant;
 use crate::mutants::Mutant;
 use crate::task::Policy;
 use crate::world::engine::ids::{ActorId, ActorKind, DeadLetterId, OutboxId, TaskId};
+use crate::world::engine::schedule::Wake;
 use crate::world::engine::step::Action;
 
 use super::{DeadLetterRef, Expect, Request, RequestKind, Scenario, Target};
@@ -118,6 +119,7 @@ impl Parser<'_> {
             config: Config::default(),
             requests: Vec::new(),
             faults: Vec::new(),
+            schedule: Vec::new(),
             expect: Expect::default(),
             path: self.path.map(|p| p.display().to_string()),
             sim_version: None,
@@ -154,12 +156,13 @@ impl Parser<'_> {
                 "config" => self.config(value, &mut scenario.config)?,
                 "requests" => {}
                 "faults" => {}
+                "schedule" => scenario.schedule = self.schedule(value)?,
                 "expect" => scenario.expect = self.expect(value)?,
                 other => {
                     return Err(self.error(
                         span,
                         other,
-                        "unknown key; expected one of name, description, seed, steps_max, mutant, sim_version, config_sha256, [config], [[requests]], [[faults]], [expect]",
+                        "unknown key; expected one of name, description, seed, steps_max, mutant, sim_version, config_sha256, schedule, [config], [[requests]], [[faults]], [expect]",
                     ));
                 }
             }
@@ -179,6 +182,39 @@ impl Parser<'_> {
             scenario.faults = self.faults(value, &scenario.config)?;
         }
         Ok(scenario)
+    }
+
+    /// `schedule = ["call-1", "continue worker-1 1", …]`: wakes to fire
+    /// first, in order, as `Wake::describe` names them.
+    fn schedule(&self, value: &Value<'_>) -> Result<Vec<Wake>, InputError> {
+        let key = "schedule";
+        let items = value.get_ref().as_array().ok_or_else(|| {
+            self.error(
+                value.span(),
+                key,
+                format!(
+                    "expected an array of wakes (like [\"call-1\", \"continue worker-1 1\"]), found {}",
+                    value.get_ref().type_str()
+                ),
+            )
+        })?;
+        let mut wakes = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let at = format!("schedule[{index}]");
+            let text = self.string(item, &at)?;
+            let wake = Wake::parse(&text).ok_or_else(|| {
+                self.error(
+                    item.span(),
+                    &at,
+                    format!(
+                        "expected a wake: `issue N`, `call-N`, `timeout request-N SEND`, `continue ACTOR INCARNATION`, `poke ACTOR`, `restart ACTOR`, `broker`, `workload` or `housekeeping`; found \"{}\"",
+                        crate::escape::escape(&text)
+                    ),
+                )
+            })?;
+            wakes.push(wake);
+        }
+        Ok(wakes)
     }
 
     fn string(&self, value: &Value<'_>, key: &str) -> Result<String, InputError> {

@@ -147,6 +147,13 @@ fn write_toml(scenario: &Scenario, every_knob: bool) -> String {
         "config_sha256 = {}",
         quote(&config_sha256(&scenario.config))
     );
+    if !scenario.schedule.is_empty() {
+        let _ = writeln!(out, "schedule = [");
+        for wake in &scenario.schedule {
+            let _ = writeln!(out, "    {},", quote(&wake.describe()));
+        }
+        let _ = writeln!(out, "]");
+    }
     let defaults = Config::default().values();
     let knobs: Vec<_> = scenario
         .config

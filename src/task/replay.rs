@@ -14,7 +14,7 @@ use crate::task::transition::initial_state;
 use crate::task::{Policy, RejectReason, TaskEvent, TaskState, Text, Transition, transition};
 
 /// Why a history could not be folded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReplayFailure {
     /// The transition refused the event.
     Rejected(RejectReason),
@@ -32,7 +32,7 @@ impl ReplayFailure {
 }
 
 /// The first event that could not be applied, and the state just before it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct InvalidHistory {
     pub event_id: Text,
     pub sequence: i64,

@@ -56,7 +56,7 @@ impl Status {
 }
 
 /// The lesson's `TaskState`, field for field.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TaskState {
     pub task_id: Text,
     pub status: Status,
@@ -122,7 +122,7 @@ impl EventType {
 }
 
 /// The lesson's `TaskEvent`: a committed fact at one sequence of one task.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TaskEvent {
     pub event_id: Text,
     pub task_id: Text,
@@ -134,7 +134,7 @@ pub struct TaskEvent {
 /// `effects_reconciled` are literal `true` in the lesson's types, but a
 /// producer can still send `false`; the transition decides by the lesson's
 /// rules instead of refusing to parse.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum EventBody {
     TaskStarted {
         attempt: i64,
@@ -271,7 +271,7 @@ impl Policy {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Evidence {
     pub previous_status: Status,
     pub next_status: Status,
@@ -279,7 +279,7 @@ pub struct Evidence {
     pub completion_won_cancellation_race: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Transition {
     Accepted {
         next: TaskState,

@@ -10,6 +10,7 @@ use crate::faults::ScriptedFault;
 use crate::mutants::Mutant;
 use crate::task::{TaskEvent, Text};
 use crate::world::engine::ids::{DeadLetterId, OutboxId, TaskId};
+use crate::world::engine::schedule::Wake;
 use crate::world::stores::broker::DeadLetter;
 use crate::world::stores::db::Input;
 
@@ -22,6 +23,9 @@ pub struct Setup {
     /// Scripted requests, issued at their times as a chain.
     pub requests: Vec<Request>,
     pub faults: Vec<ScriptedFault>,
+    /// Wakes to fire first, in this order, whatever their due times (a
+    /// model checker's counterexample); empty for the usual time order.
+    pub schedule: Vec<Wake>,
 }
 
 /// A source of requests drawn while the world runs (the fuzz workload).
@@ -31,10 +35,19 @@ pub trait Workload {
     /// The request to issue now, and the gap in virtual milliseconds until
     /// the next one. It may look at the dead letters (replays name them).
     fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64);
+
+    /// A copy drawing the same requests from here on (a forked world's).
+    fn fork(&self) -> Box<dyn Workload>;
+}
+
+impl Clone for Box<dyn Workload> {
+    fn clone(&self) -> Box<dyn Workload> {
+        self.fork()
+    }
 }
 
 /// Which task a cancel or a status read is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     /// The task created under this idempotency key.
     Key(Text),
@@ -42,7 +55,7 @@ pub enum Target {
 }
 
 /// Which dead letter an operator replays.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DeadLetterRef {
     Id(DeadLetterId),
     /// The first dead letter of this message.
@@ -51,7 +64,7 @@ pub enum DeadLetterRef {
     Task(TaskId),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub enum RequestKind {
     /// The input is parsed once, into its canonical JSON and hash: a
     /// request is cloned into the log and sent again on every retry.
@@ -106,7 +119,7 @@ impl RequestKind {
 /// One `[[requests]]` entry. Two creates with the same key and the same
 /// input are one client intent (the second is a retry); ground truth joins
 /// them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Request {
     pub at_ms: u64,
     pub kind: RequestKind,

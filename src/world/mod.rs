@@ -5,6 +5,7 @@
 
 pub mod actors;
 pub mod engine;
+mod identity;
 pub mod input;
 pub mod stores;
 pub mod truth;
@@ -42,7 +43,7 @@ use stores::store::Store;
 use truth::intents::Intent;
 
 /// What the step being taken touched, for incremental invariant checks.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Touched {
     pub tasks: Vec<TaskId>,
     pub keys: Vec<Text>,
@@ -96,7 +97,7 @@ impl Touched {
 }
 
 /// Counts for summaries and coverage.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Counters {
     pub sometimes: BTreeMap<&'static str, u64>,
     pub transitions: BTreeMap<(crate::task::Status, crate::task::EventType), u64>,
@@ -110,6 +111,8 @@ pub struct Counters {
     pub idle_wakes: u64,
 }
 
+/// A world is a plain value: the model checker forks it at every branch.
+#[derive(Clone)]
 pub struct World {
     pub config: Config,
     pub mutant: Option<Mutant>,
@@ -201,10 +204,17 @@ pub struct World {
     /// An `outage` took the artifact store, or the broker, down until then.
     store_down_until: u64,
     broker_down_until: u64,
+    /// Wakes to fire next, in this order, whatever their due times (a
+    /// scenario's `schedule`: how a model checker's counterexample replays).
+    pinned: std::collections::VecDeque<Wake>,
+    /// A wake fired out of time order: the queue may hold overdue wakes.
+    out_of_order: bool,
+    /// Why the pinned schedule could not be followed, if it could not.
+    pub schedule_missed: Option<String>,
 }
 
 /// What one call to `World::step` did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stepped {
     /// A step ran.
     Step,
@@ -239,6 +249,7 @@ impl World {
             config,
             requests,
             faults,
+            schedule,
         } = setup;
         let mut world = World {
             mutant,
@@ -298,6 +309,9 @@ impl World {
             next_worker: 0,
             store_down_until: 0,
             broker_down_until: 0,
+            pinned: schedule.into(),
+            out_of_order: false,
+            schedule_missed: None,
             config,
         };
         let mut script = requests;
@@ -422,26 +436,91 @@ impl World {
     /// without counting as steps.
     pub fn step(&mut self) -> Stepped {
         while self.working > 0 {
+            if !self.pinned.is_empty() {
+                return self.step_pinned();
+            }
             let Some((at, wake)) = self.queue.pop() else {
                 break;
             };
-            assert!(at >= self.now, "time never runs backwards");
-            self.now = at;
-            if wake != Wake::Housekeeping {
-                self.working -= 1;
-            }
-            if self.dispatch(wake) {
-                self.forget_unbound_intents();
+            // Once a wake fired out of time order (a pinned schedule),
+            // earlier ones are overdue: they run now, and time stays.
+            assert!(
+                at >= self.now || self.out_of_order,
+                "time never runs backwards"
+            );
+            if self.fire_wake(at, wake) {
                 return Stepped::Step;
             }
-            self.counters.idle_wakes += 1;
+        }
+        if let Some(wanted) = self.pinned.pop_front() {
+            self.schedule_missed = Some(format!(
+                "schedule entry `{}` comes after the world went quiet at step {}",
+                wanted.describe(),
+                self.steps
+            ));
+            self.pinned.clear();
         }
         Stepped::Quiet
     }
 
-    /// Runs one wake; true when it was a step.
-    fn dispatch(&mut self, wake: Wake) -> bool {
-        if let Some(stepped) = self.hold_back(wake) {
+    /// Runs the wake popped from the queue; true when it was a step.
+    fn fire_wake(&mut self, at: u64, wake: Wake) -> bool {
+        self.now = self.now.max(at);
+        if wake != Wake::Housekeeping {
+            self.working -= 1;
+        }
+        if self.dispatch(wake, at) {
+            self.forget_unbound_intents();
+            return true;
+        }
+        self.counters.idle_wakes += 1;
+        false
+    }
+
+    /// What may happen next, for the model checker: every queued wake with
+    /// its due time, in queue order. Empty when the world is quiet (only
+    /// housekeeping left, which never keeps a world going on its own).
+    pub fn menu(&self) -> Vec<(u64, Wake)> {
+        if self.working == 0 {
+            return Vec::new();
+        }
+        self.queue.entries()
+    }
+
+    /// Fires the wake at `index` of `menu()` now, whatever its due time
+    /// (time moves to it if it is later); true when it was a step.
+    pub fn fire_chosen(&mut self, index: usize) -> bool {
+        let (at, wake) = self.queue.take(index, self.now);
+        self.out_of_order = true;
+        self.fire_wake(at, wake)
+    }
+
+    /// The next wake of the pinned schedule: the first queued wake it
+    /// names. When it names none (a scenario edited or shrunk since), the
+    /// rest of the schedule is dropped, `schedule_missed` says so, and the
+    /// run goes on in time order.
+    fn step_pinned(&mut self) -> Stepped {
+        while let Some(wanted) = self.pinned.pop_front() {
+            let position = self.menu().iter().position(|(_, wake)| *wake == wanted);
+            let Some(index) = position else {
+                self.schedule_missed = Some(format!(
+                    "schedule entry `{}` names no queued wake after step {}; the run went on in time order",
+                    wanted.describe(),
+                    self.steps
+                ));
+                self.pinned.clear();
+                break;
+            };
+            if self.fire_chosen(index) {
+                return Stepped::Step;
+            }
+        }
+        self.step()
+    }
+
+    /// Runs one wake due at `at`; true when it was a step.
+    fn dispatch(&mut self, wake: Wake, at: u64) -> bool {
+        if let Some(stepped) = self.hold_back(wake, at) {
             return stepped;
         }
         match wake {
@@ -456,24 +535,23 @@ impl World {
                 self.actor_step(actor, false)
             }
             Wake::Poke(actor) => {
-                let now = self.now;
                 let Some(life) = self.life_mut(actor) else {
                     return false;
                 };
-                life.poke_at.fired(now);
+                life.poke_at.fired(at);
                 if !life.up {
                     return false;
                 }
                 self.actor_step(actor, true)
             }
             Wake::Broker => {
-                self.broker_poke_at.fired(self.now);
+                self.broker_poke_at.fired(at);
                 self.broker_step()
             }
             Wake::Restart(actor) => self.restart(actor),
             Wake::Workload => self.generate(),
             Wake::Housekeeping => {
-                self.housekeeping_at.fired(self.now);
+                self.housekeeping_at.fired(at);
                 if !self.reconciler.life.up
                     || !matches!(self.reconciler.phase, ReconcilerPhase::Idle)
                 {

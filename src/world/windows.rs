@@ -44,12 +44,13 @@ impl World {
     /// Before a wake runs: holds it back while its actor is paused, and
     /// draws whether a latency spike or a pause begins now. `Some(step)`
     /// when the wake was held (`step`: a pause was recorded as a step).
-    pub(in crate::world) fn hold_back(&mut self, wake: Wake) -> Option<bool> {
+    /// `at` is the wake's due time (the model checker may fire it late).
+    pub(in crate::world) fn hold_back(&mut self, wake: Wake, at: u64) -> Option<bool> {
         let actor = self.actor_of(wake)?;
         let now = self.now;
         let paused_until = self.life(actor).paused_until;
         if paused_until > now {
-            self.requeue(wake, actor, paused_until);
+            self.requeue(wake, actor, at, paused_until);
             return Some(false);
         }
         let step = self.steps + 1;
@@ -80,7 +81,7 @@ impl World {
         self.rec.fault = Some((Site::Pause, FaultKind::Pause));
         self.rec.outcome = "paused";
         self.sometimes("actor-paused");
-        self.requeue(wake, actor, until);
+        self.requeue(wake, actor, at, until);
         self.finish();
         Some(true)
     }
@@ -101,13 +102,12 @@ impl World {
         .max(1)
     }
 
-    /// Queues `wake` again for `at`, when its actor thaws.
-    fn requeue(&mut self, wake: Wake, actor: ActorId, at: u64) {
+    /// Queues `wake` (due at `due`) again for `at`, when its actor thaws.
+    fn requeue(&mut self, wake: Wake, actor: ActorId, due: u64, at: u64) {
         match wake {
             Wake::Poke(_) => {
-                let now = self.now;
                 if let Some(life) = self.life_mut(actor) {
-                    life.poke_at.fired(now);
+                    life.poke_at.fired(due);
                 }
                 self.poke(actor, at);
             }

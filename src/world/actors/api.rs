@@ -11,7 +11,7 @@ use crate::world::stores::db::{Answer, Input};
 mod steps;
 
 /// Where an API call is.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ApiPhase {
     Arrive,
     /// A read missed the cache for `task`. The phases after the lookup
@@ -47,7 +47,7 @@ pub enum ApiPhase {
 }
 
 /// What an API answers.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Response {
     Create(Answer),
     Cancel(Result<i64, &'static str>),
@@ -55,7 +55,7 @@ pub enum Response {
 }
 
 /// One client send being handled by one API instance.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Call {
     pub request: RequestId,
     /// What the client sent (the API's copy; the client's may be gone).

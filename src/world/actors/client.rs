@@ -15,7 +15,7 @@ use crate::world::stores::db::Input;
 mod steps;
 
 /// What a client asks an API.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum ClientOp {
     Create {
         key: Text,
@@ -47,7 +47,7 @@ impl ClientOp {
 }
 
 /// A request a client has sent and is waiting on (volatile client state).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Outgoing {
     pub client: u16,
     pub op: ClientOp,

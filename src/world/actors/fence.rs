@@ -12,7 +12,7 @@ use crate::world::stores::db::{EffectKind, Token};
 mod steps;
 
 /// Why an attempt is being fenced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FencePurpose {
     /// Its lease expired: retry (or complete, if its artifact is good).
     Retry,
@@ -24,7 +24,7 @@ pub enum FencePurpose {
     CancelAfterRefusal,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FencePhase {
     Claim,
     Read,
@@ -33,7 +33,7 @@ pub enum FencePhase {
     Resolve,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Fence {
     pub task: TaskId,
     pub attempt: u32,
@@ -54,7 +54,7 @@ pub struct Fence {
 }
 
 /// Where a fence step left things.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FenceProgress {
     /// Take the next fence step after this many milliseconds.
     Next(u64),

@@ -20,14 +20,14 @@ use crate::world::stores::db::Payload;
 mod steps;
 
 /// The projector's view of one task.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Model {
     pub state: TaskState,
     /// (event id, payload hash) of the event applied at each sequence.
     pub applied: Vec<(Text, Sha)>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ProjectorPhase {
     Idle,
     Refetch,
@@ -35,7 +35,7 @@ pub enum ProjectorPhase {
     Ack,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,

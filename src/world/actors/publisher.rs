@@ -9,7 +9,7 @@ use crate::world::engine::life::Life;
 
 mod steps;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PublisherPhase {
     Idle,
     Publishing,
@@ -17,7 +17,7 @@ pub enum PublisherPhase {
 }
 
 /// A publisher's volatile state: what it claimed and what it heard back.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Publisher {
     pub life: Life,
     pub phase: PublisherPhase,

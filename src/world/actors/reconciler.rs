@@ -11,13 +11,13 @@ use crate::world::engine::life::Life;
 
 mod steps;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub enum ReconcilerPhase {
     Idle,
     Fence(Fence),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Reconciler {
     pub life: Life,
     pub phase: ReconcilerPhase,

@@ -27,7 +27,7 @@ mod steps;
 /// dead-letter queue (lesson 000 §13.5).
 pub const POISON_CODE: &str = "UNSUPPORTED_FORMAT";
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WorkerPhase {
     Idle,
     /// Only after `ack-before-process` acked on receipt.
@@ -59,7 +59,7 @@ pub enum WorkerPhase {
 }
 
 /// What a worker step did with a delivery, for the inbox invariants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeliveryAct {
     /// Registered in the inbox (message id, payload hash).
     Register,
@@ -73,7 +73,7 @@ pub enum DeliveryAct {
 }
 
 /// One act on one delivery, with what identifies its content.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DeliveryTouch {
     pub delivery: u64,
     pub message: crate::world::engine::ids::OutboxId,
@@ -82,7 +82,7 @@ pub struct DeliveryTouch {
 }
 
 /// The delivery a worker is processing and how far it got.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Job {
     pub delivery: Delivery,
     pub delivery_id: u64,
@@ -99,7 +99,7 @@ pub struct Job {
     pub fence: Option<Fence>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Worker {
     pub life: Life,
     pub phase: WorkerPhase,
@@ -199,7 +199,7 @@ fn settled_result(task: TaskId, attempt: u32, state: StateSeen) -> ProcessResult
 
 /// The scalars of a task's state row a worker decides on, copied instead
 /// of cloning the row and its texts.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 pub(in crate::world) struct StateSeen {
     pub status: Status,
     pub version: i64,

@@ -25,6 +25,27 @@ impl<K: Hash + Eq + Ord + fmt::Debug, V: fmt::Debug> fmt::Debug for KeyMap<K, V>
     }
 }
 
+/// In key order, like the one walk: equal maps hash alike, whatever
+/// order their entries went in.
+impl<K: Hash + Eq + Ord, V: Hash> Hash for KeyMap<K, V> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let entries = self.entries_in_key_order();
+        state.write_usize(entries.len());
+        for (key, value) in entries {
+            key.hash(state);
+            value.hash(state);
+        }
+    }
+}
+
+impl<K: Clone, V: Clone> Clone for KeyMap<K, V> {
+    fn clone(&self) -> KeyMap<K, V> {
+        KeyMap {
+            table: self.table.clone(),
+        }
+    }
+}
+
 impl<K, V> Default for KeyMap<K, V> {
     fn default() -> KeyMap<K, V> {
         KeyMap {

@@ -3,7 +3,7 @@
 //! wake is already queued for it.
 
 /// Volatile bookkeeping every crashable actor has.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Life {
     pub up: bool,
     pub incarnation: u32,
@@ -19,7 +19,7 @@ pub struct Life {
 
 /// When a wake of one kind is already queued, so that another for the
 /// same or a later time is not queued too.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct QueuedAt(Option<u64>);
 
 impl QueuedAt {

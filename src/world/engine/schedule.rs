@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::world::engine::ids::{ActorId, CallId, RequestId};
 
 /// A pending entry of the scheduler's queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Wake {
     /// Issue the scripted request with this index (scripted requests form a
     /// chain: issuing one schedules the next, as the fuzz generator does, so
@@ -33,6 +33,55 @@ pub enum Wake {
     /// while the world has other work, but on its own never keeps a run
     /// going: a world with only housekeeping left is quiet.
     Housekeeping,
+}
+
+impl Wake {
+    /// The wake as a scenario's `schedule` names it: `call-2`, `continue
+    /// worker-1 1` (actor, incarnation), `timeout request-1 2` (request,
+    /// send), `issue 0`, `poke publisher-1`, `restart worker-1`, `broker`,
+    /// `workload`, `housekeeping`.
+    pub fn describe(&self) -> String {
+        match self {
+            Wake::Issue(index) => format!("issue {index}"),
+            Wake::Call(call) => call.to_string(),
+            Wake::ClientTimeout { request, send } => format!("timeout {request} {send}"),
+            Wake::Continue { actor, incarnation } => format!("continue {actor} {incarnation}"),
+            Wake::Poke(actor) => format!("poke {actor}"),
+            Wake::Broker => "broker".to_string(),
+            Wake::Restart(actor) => format!("restart {actor}"),
+            Wake::Workload => "workload".to_string(),
+            Wake::Housekeeping => "housekeeping".to_string(),
+        }
+    }
+
+    /// Reads what `describe` writes; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Wake> {
+        let words: Vec<&str> = text.split(' ').collect();
+        let number = |word: &str| -> Option<u32> {
+            (word == "0" || !word.starts_with('0') && !word.starts_with('+'))
+                .then(|| word.parse().ok())
+                .flatten()
+        };
+        let wake = match words.as_slice() {
+            ["issue", index] => Wake::Issue(number(index)?),
+            [call] if call.starts_with("call-") => Wake::Call(CallId::parse(call)?),
+            ["timeout", request, send] => Wake::ClientTimeout {
+                request: RequestId::parse(request)?,
+                send: number(send)?,
+            },
+            ["continue", actor, incarnation] => Wake::Continue {
+                actor: ActorId::parse(actor)?,
+                incarnation: number(incarnation)?,
+            },
+            ["poke", actor] => Wake::Poke(ActorId::parse(actor)?),
+            ["broker"] => Wake::Broker,
+            ["restart", actor] => Wake::Restart(ActorId::parse(actor)?),
+            ["workload"] => Wake::Workload,
+            ["housekeeping"] => Wake::Housekeeping,
+            _ => return None,
+        };
+        Some(wake)
+    }
 }
 
 /// Milliseconds the window covers: one bit each in `occupied`.
@@ -81,7 +130,7 @@ impl Ord for Queued {
 /// millisecond is in the window, and the far wakes of a millisecond move
 /// into its bucket the moment it enters the window, before anything else
 /// can be queued for it, so each bucket stays in sequence order.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Schedule {
     near: Vec<VecDeque<Wake>>,
     /// Bit `i`: bucket `i` is not empty.
@@ -161,6 +210,41 @@ impl Schedule {
         }
     }
 
+    /// Every queued wake with its due time, in the order `pop` would
+    /// return them (the model checker's menu of what may happen next).
+    pub fn entries(&self) -> Vec<(u64, Wake)> {
+        let mut entries = Vec::new();
+        for offset in 0..WINDOW {
+            let at = self.start + offset;
+            for wake in &self.near[(at % WINDOW) as usize] {
+                entries.push((at, *wake));
+            }
+        }
+        let mut far: Vec<Queued> = self.far.iter().copied().collect();
+        // `Queued` orders the earliest last (the heap is a max-heap).
+        far.sort_by(|a, b| b.cmp(a));
+        entries.extend(far.iter().map(|queued| (queued.at(), queued.wake)));
+        entries
+    }
+
+    /// Removes and returns the wake at `index` of `entries()`, whatever its
+    /// time: the model checker lets any armed timer fire next. Time may
+    /// then have passed the remaining wakes' due times, so the window
+    /// restarts at the earlier of `now` and the earliest one left; the rest
+    /// keep their order.
+    pub fn take(&mut self, index: usize, now: u64) -> (u64, Wake) {
+        let mut entries = self.entries();
+        let taken = entries.remove(index);
+        let sequence = self.sequence;
+        *self = Schedule::default();
+        self.sequence = sequence;
+        self.start = entries.first().map_or(now, |(at, _)| (*at).min(now));
+        for (at, wake) in entries {
+            self.push(at, wake);
+        }
+        taken
+    }
+
     fn put_near(&mut self, at: u64, wake: Wake) {
         let bucket = (at % WINDOW) as usize;
         self.near[bucket].push_back(wake);
@@ -171,6 +255,79 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every kind of wake reads back from its text; near misses do not.
+    #[test]
+    fn wakes_read_back_from_their_text() {
+        use crate::world::engine::ids::ActorKind;
+        let worker = ActorId::new(ActorKind::Worker, 1);
+        let wakes = [
+            Wake::Issue(0),
+            Wake::Call(CallId(3)),
+            Wake::ClientTimeout {
+                request: RequestId(2),
+                send: 1,
+            },
+            Wake::Continue {
+                actor: worker,
+                incarnation: 2,
+            },
+            Wake::Poke(worker),
+            Wake::Broker,
+            Wake::Restart(worker),
+            Wake::Workload,
+            Wake::Housekeeping,
+        ];
+        for wake in wakes {
+            assert_eq!(Wake::parse(&wake.describe()), Some(wake));
+        }
+        for text in [
+            "",
+            "issue",
+            "issue 01",
+            "call-0",
+            "poke",
+            "poke worker-x",
+            "broker 1",
+        ] {
+            assert_eq!(Wake::parse(text), None, "{text}");
+        }
+    }
+
+    /// Taking any entry leaves the others in pop order, and pushes after
+    /// it (at or after the time it moved to) still pop in order.
+    #[test]
+    fn take_leaves_the_rest_in_order() {
+        let mut schedule = Schedule::default();
+        for (at, index) in [(5, 0), (1, 1), (300, 2), (1, 3), (70, 4)] {
+            schedule.push(at, Wake::Issue(index));
+        }
+        let entries = schedule.entries();
+        let order: Vec<u32> = entries
+            .iter()
+            .map(|(_, wake)| match wake {
+                Wake::Issue(index) => *index,
+                _ => unreachable!(),
+            })
+            .collect();
+        assert_eq!(order, [1, 3, 0, 4, 2]);
+        assert_eq!(schedule.take(3, 0), (70, Wake::Issue(4)));
+        schedule.push(70, Wake::Issue(5));
+        let mut popped = Vec::new();
+        while let Some(entry) = schedule.pop() {
+            popped.push(entry);
+        }
+        assert_eq!(
+            popped,
+            [
+                (1, Wake::Issue(1)),
+                (1, Wake::Issue(3)),
+                (5, Wake::Issue(0)),
+                (70, Wake::Issue(5)),
+                (300, Wake::Issue(2)),
+            ]
+        );
+    }
 
     /// The schedule pops exactly what a heap ordered by (time, push order)
     /// pops, for pushes near and far, ties, and pushes between pops, and

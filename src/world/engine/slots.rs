@@ -16,7 +16,7 @@ const CHUNK: usize = 64;
 /// held 28 MB for 60,000 rows). Here a chunk is freed as soon as the front
 /// leaves it, and the back grows one chunk at a time. Slots past `len`
 /// are always `None`.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Slots<V> {
     chunks: VecDeque<Box<[Option<V>]>>,
     /// Where slot 0 is in `chunks[0]`.
@@ -25,6 +25,17 @@ pub struct Slots<V> {
     /// The last chunk freed, every slot `None`: a window that moves back
     /// and forth across a chunk's edge takes it back without allocating.
     spare: Option<Box<[Option<V>]>>,
+}
+
+/// The rows in slot order: two windows holding the same rows hash alike,
+/// however their chunks are laid out (the model checker's state identity).
+impl<V: std::hash::Hash> std::hash::Hash for Slots<V> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.len.hash(state);
+        for index in 0..self.len {
+            self.get(index).hash(state);
+        }
+    }
 }
 
 impl<V> Default for Slots<V> {

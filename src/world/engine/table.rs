@@ -27,7 +27,7 @@ pub trait Slot: Copy {
 /// request big enough to make malloc consolidate its free lists first).
 /// Small rows pay for the box too; few rows go aside, and one rule is
 /// simpler. Iteration is in id order.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct IdTable<K, V> {
     /// In chunks (`Slots`): memory follows the window's length now.
     slots: Slots<V>,
@@ -260,7 +260,7 @@ impl<K: Slot, V> IdTable<K, V> {
 /// Those are a push or a pop, with no node to allocate or rebalance; an
 /// item elsewhere costs a binary search and a shift of the shorter side.
 /// `BTreeSet`'s order and semantics.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct SortedDeque<T> {
     items: VecDeque<T>,
 }
@@ -331,7 +331,7 @@ mod tests {
     use super::*;
 
     /// A counter id of the tests' own, numbered from 1 like the world's.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
     struct EntryId(u32);
 
     impl Slot for EntryId {

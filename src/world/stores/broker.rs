@@ -12,13 +12,13 @@ use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId
 use crate::world::engine::table::{IdTable, SortedDeque};
 use crate::world::stores::db::{Payload, Topic};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EntryState {
     Ready { visible_ms: u64 },
     InFlight { deadline_ms: u64, consumer: ActorId },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Entry {
     pub id: EntryId,
     pub topic: Topic,
@@ -33,7 +33,7 @@ pub struct Entry {
 
 /// One hand-off of an entry to a consumer. `tampered` is ground truth for
 /// the invariants: no actor reads it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Delivery {
     pub entry: EntryId,
     pub topic: Topic,
@@ -47,7 +47,7 @@ pub struct Delivery {
     pub direct: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct DeadLetter {
     pub id: DeadLetterId,
     pub topic: Topic,
@@ -71,7 +71,7 @@ pub fn is_transient(code: &str) -> bool {
     )
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Broker {
     /// Live entries, by id (born in id order, mostly gone in it).
     pub entries: IdTable<EntryId, Entry>,

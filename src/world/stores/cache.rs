@@ -8,7 +8,7 @@ use crate::task::Status;
 use crate::world::engine::ids::TaskId;
 use crate::world::engine::table::IdTable;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CacheEntry {
     View { status: Status, version: i64 },
     Tombstone { version: i64 },
@@ -23,14 +23,14 @@ impl CacheEntry {
 }
 
 /// Outcome of a fill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fill {
     Stored,
     /// Below the tombstone or the view already there.
     Refused,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Cache {
     pub entries: IdTable<TaskId, CacheEntry>,
 }

@@ -23,7 +23,7 @@ pub const REDUCER_VERSION: &str = "task-reducer-v1";
 
 /// An input document as the API received it, with what the pipeline derives
 /// from it once.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Input {
     /// Its canonical JSON (keys sorted), what the hash and the transform read.
     pub canonical: String,
@@ -60,13 +60,13 @@ impl Input {
 }
 
 /// What the API answered a create with; replayed for a repeated key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Answer {
     Accepted(TaskId),
     Refused(&'static str),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecordState {
     Succeeded,
     FailedFinal,
@@ -81,7 +81,7 @@ impl RecordState {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct IdempotencyRecord {
     pub key: Text,
     pub fingerprint: Sha,
@@ -94,7 +94,7 @@ pub struct IdempotencyRecord {
     pub kept_since_ms: Option<u64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Topic {
     TaskWork,
     TaskEvents,
@@ -110,7 +110,7 @@ impl Topic {
 }
 
 /// What a `task-work` message asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WorkKind {
     TaskCreated,
     TaskRetry,
@@ -128,7 +128,7 @@ impl WorkKind {
 }
 
 /// A message payload, as written in the outbox and carried by the broker.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Payload {
     Work {
         kind: WorkKind,
@@ -262,7 +262,7 @@ impl Payload {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct OutboxRow {
     pub id: OutboxId,
     pub task: TaskId,
@@ -283,7 +283,7 @@ pub struct OutboxRow {
     pub claimable_ms: Option<u64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InboxState {
     Processing,
     Completed,
@@ -305,7 +305,7 @@ impl InboxState {
 }
 
 /// The recorded result of processing a message, returned to duplicates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ProcessResult {
     Completed { task: TaskId, attempt: u32 },
     Failed { task: TaskId, code: &'static str },
@@ -324,7 +324,7 @@ impl ProcessResult {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct InboxRow {
     pub message: OutboxId,
     pub payload_sha256: Sha,
@@ -378,7 +378,7 @@ impl std::fmt::Display for Token {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EffectState {
     Planned,
     Started,
@@ -416,7 +416,7 @@ impl EffectState {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct LedgerRow {
     pub token: Token,
     pub state: EffectState,
@@ -429,7 +429,7 @@ pub struct LedgerRow {
 }
 
 /// An attempt's lease, renewed by the worker's transactions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lease {
     pub attempt: u32,
     pub holder: ActorId,
@@ -437,7 +437,7 @@ pub struct Lease {
     pub until_ms: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct StoredEvent {
     /// Shared with the event's outbox row (and deliveries of it).
     pub event: Rc<TaskEvent>,
@@ -448,7 +448,7 @@ pub struct StoredEvent {
     pub attempt: i64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Snapshot {
     pub through_sequence: i64,
     pub state: TaskState,
@@ -456,7 +456,7 @@ pub struct Snapshot {
 }
 
 /// One task: its state row and everything keyed by it.
-#[derive(Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct TaskRow {
     pub id: TaskId,
     pub state: TaskState,
@@ -504,7 +504,7 @@ impl TaskRow {
 }
 
 /// Why something sits in the manual-review list. The enumeration is closed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ReviewReason {
     StoreCannotConfirm,
     MessageIdPayloadConflict,
@@ -533,7 +533,7 @@ impl ReviewReason {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct ReviewItem {
     pub task: Option<TaskId>,
     pub reason: ReviewReason,
@@ -543,7 +543,7 @@ pub struct ReviewItem {
 }
 
 /// A command or append the state machine refused.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Rejection {
     pub step: u64,
     pub task: TaskId,
@@ -556,7 +556,7 @@ pub struct Rejection {
 /// How many rejections the dump lists; the count goes on.
 pub const REJECTIONS_KEPT: usize = 10_000;
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Db {
     /// Dense by task id: `tasks[id.slot()]`. Rows sit in the table itself,
     /// not boxed: a compacted row lives as long as the run, and boxed it
@@ -781,7 +781,7 @@ impl Db {
 }
 
 /// A snapshot that failed recovery's checks (dump: `snapshotReports`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SnapshotReport {
     pub task: TaskId,
     pub through_sequence: i64,

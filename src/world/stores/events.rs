@@ -14,7 +14,7 @@ mod execute;
 
 /// What an actor asks the event store to do. Commands are intents; the
 /// event store turns an accepted one into an event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Command {
     StartTask {
         attempt: u32,
@@ -53,7 +53,7 @@ impl Command {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CommandOutcome {
     Committed {
         version: i64,

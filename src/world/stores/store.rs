@@ -14,7 +14,7 @@ use crate::world::engine::table::IdTable;
 use crate::world::stores::db::Token;
 
 /// What an artifact says about itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Metadata {
     pub task: TaskId,
     pub attempt: u32,
@@ -23,7 +23,7 @@ pub struct Metadata {
 }
 
 /// One written version: the bytes (by their hash and size) and metadata.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Version {
     pub bytes_sha256: Sha,
     pub size: u64,
@@ -48,7 +48,7 @@ impl Version {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Object {
     pub versions: Vec<Version>,
     pub hidden: bool,
@@ -69,14 +69,14 @@ impl Object {
 }
 
 /// What a read by token observes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Observed {
     Absent,
     Tombstone,
     Present { version: Version, hidden: bool },
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Store {
     /// Objects of tasks not compacted (and of compacted ones written
     /// again), by task: a task has a few tokens, found by a look along
@@ -106,7 +106,7 @@ const NOT_ARCHIVED: u32 = u32::MAX;
 
 /// An archived object: at most one version, whose metadata names the
 /// token's task and attempt and repeats the bytes' size and hash.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Hash)]
 struct Archived {
     token: Token,
     sha256: Sha,

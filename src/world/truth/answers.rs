@@ -11,7 +11,7 @@ use crate::world::input::{Request, RequestKind, Target};
 use crate::world::stores::db::Answer;
 
 /// Every request issued, in order, and what became of it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 pub struct Answers {
     /// One JSON object per issued request, in issue order.
     pub list: Vec<Value>,

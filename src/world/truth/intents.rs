@@ -13,7 +13,7 @@ mod track;
 
 /// One client intent (ground truth): the answer it first got, by when a
 /// retry must still get the same one.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub struct Intent {
     pub key: Text,
     pub fingerprint: Sha,
@@ -33,7 +33,7 @@ impl Intent {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct IntentAnswer {
     pub answer: db::Answer,
     /// Requests reaching an API before this time must get the same answer.

@@ -1,0 +1,133 @@
+//! A world's fingerprint: 128 bits hashed from its identity
+//! (`World::identity`) and the budgets its path spent. Two states with
+//! equal fingerprints are taken to be one state; with 10^7 states the
+//! chance that two different ones collide is about 10^-25.
+
+use std::hash::Hasher;
+
+use crate::world::World;
+
+/// The fingerprint of `world` reached with `spent` faults injected and
+/// `early` wakes fired ahead of an earlier-due one.
+pub fn fingerprint(world: &World, spent: u32, early: u32) -> u128 {
+    let mut hasher = Lanes::new();
+    hasher.write_u32(spent);
+    hasher.write_u32(early);
+    world.identity(&mut hasher);
+    hasher.finish128()
+}
+
+const P0: u64 = 0xa076_1d64_78bd_642f;
+const P1: u64 = 0xe703_7ed1_a0b4_28db;
+const P2: u64 = 0x8ebc_6af0_9c88_c6e3;
+const P3: u64 = 0x5899_65cc_7537_4cc3;
+
+/// The 128-bit product of two words, folded to 64 (wyhash's mixer).
+fn mix(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// Two independent 64-bit lanes, each word through wyhash's mixer with its
+/// own constants: fast on the many small writes a derived `Hash` makes
+/// (SipHash over the state's `Debug` text spent half a check's time).
+struct Lanes {
+    low: u64,
+    high: u64,
+    words: u64,
+}
+
+impl Lanes {
+    fn new() -> Lanes {
+        Lanes {
+            low: P0,
+            high: P2,
+            words: 0,
+        }
+    }
+
+    fn word(&mut self, word: u64) {
+        self.words += 1;
+        self.low = mix(self.low ^ word ^ P1, P0 ^ self.words);
+        self.high = mix(self.high ^ word.rotate_left(29) ^ P3, P2 ^ self.words);
+    }
+
+    fn finish128(&self) -> u128 {
+        let low = mix(self.low ^ P1, self.words ^ P0);
+        let high = mix(self.high ^ P3, self.words ^ P2);
+        (u128::from(high) << 64) | u128::from(low)
+    }
+}
+
+impl Hasher for Lanes {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.word(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        let mut tail = [0u8; 8];
+        tail[..rest.len()].copy_from_slice(rest);
+        // The length goes in too: "ab" and "ab\0" pad to the same word.
+        self.word(u64::from_le_bytes(tail) ^ ((bytes.len() as u64) << 56));
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.word(u64::from(value));
+    }
+
+    fn write_u16(&mut self, value: u16) {
+        self.word(u64::from(value));
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.word(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.word(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.word(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.finish128() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lanes;
+    use std::hash::{Hash, Hasher};
+
+    fn hash(value: impl Hash) -> u128 {
+        let mut lanes = Lanes::new();
+        value.hash(&mut lanes);
+        lanes.finish128()
+    }
+
+    /// Values one bit, one byte or one element apart hash apart.
+    #[test]
+    fn nearby_values_hash_apart() {
+        let mut seen = std::collections::BTreeSet::new();
+        for bit in 0..64 {
+            assert!(seen.insert(hash(1u64 << bit)), "bit {bit}");
+        }
+        let base = vec![b'a'; 40];
+        for at in 0..base.len() {
+            let mut changed = base.clone();
+            changed[at] = b'b';
+            assert!(seen.insert(hash(&changed)), "byte {at}");
+        }
+        for len in 0..base.len() {
+            assert!(seen.insert(hash(&base[..len])), "length {len}");
+        }
+        assert_ne!(hash((1u32, 2u32)), hash((2u32, 1u32)), "order counts");
+        assert_ne!(hash(("ab", "c")), hash(("a", "bc")), "boundaries count");
+        let mut a = Lanes::new();
+        a.write_u32(0);
+        assert_ne!(a.finish128(), Lanes::new().finish128(), "a zero counts");
+    }
+}

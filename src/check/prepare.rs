@@ -1,0 +1,31 @@
+//! The scenario a check explores, made from the one given: every actor
+//! step takes no time (`latency_ms_min = latency_ms_max = 0`), since which
+//! wake fires next is the checker's choice rather than the drawn delays';
+//! expectations are dropped (a check judges invariants only); scripted
+//! faults stay unless asked otherwise.
+
+use crate::faults::FaultRates;
+use crate::mutants::Mutant;
+use crate::scenario::{Expect, Scenario};
+use crate::world::World;
+
+/// The scenario a check of `scenario` explores.
+pub fn prepare(scenario: &Scenario, keep_faults: bool, mutant: Option<Mutant>) -> Scenario {
+    let mut checked = scenario.clone();
+    checked.config.latency_ms_min = 0;
+    checked.config.latency_ms_max = 0;
+    if !keep_faults {
+        checked.faults.clear();
+    }
+    if mutant.is_some() {
+        checked.mutant = mutant;
+    }
+    checked.expect = Expect::default();
+    checked.schedule.clear();
+    checked
+}
+
+/// The initial world of a prepared scenario.
+pub fn initial_world(prepared: &Scenario) -> World {
+    World::new(prepared.setup(), &FaultRates::none(), None)
+}
