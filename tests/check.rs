@@ -61,7 +61,7 @@ fn the_happy_path_is_exhausted_with_no_violation() {
 fn mutants_are_caught_and_their_counterexamples_replay() {
     let dir = scratch("check-mutants");
     for (mutant, invariant) in [
-        ("no-inbox-dedupe", "duplicate-acked-with-first-result"),
+        ("no-inbox-dedupe", "inbox-final-never-rewritten"),
         ("ack-before-process", "converges"),
     ] {
         let file = format!("scenarios/mutants/{mutant}.toml");
@@ -98,7 +98,7 @@ fn mutants_are_caught_and_their_counterexamples_replay() {
             with_page.extend(["--html", page]);
             assert_eq!(sim(&with_page).status.code(), Some(1));
             let html = std::fs::read_to_string(page).expect("the page is written");
-            assert!(html.contains("duplicate-acked-with-first-result"));
+            assert!(html.contains("inbox-final-never-rewritten"));
         }
         let replay = sim(&["run", out, "--quiet"]);
         let story = text(&replay.stdout);
