@@ -971,6 +971,19 @@ fn fires_converges() {
     let world = happy();
     assert_eq!(world.convergence_failures(), Vec::<String>::new());
 
+    // A dead letter the operator replayed that no task replays.
+    let mut world = happy();
+    world
+        .replays_owed
+        .push(sim::world::engine::ids::DeadLetterId(1));
+    let failures = world.convergence_failures();
+    assert!(
+        failures.iter().any(
+            |f| f.contains("dead-letter-1 was replayed by the operator but no task replays it")
+        ),
+        "converges: {failures:?}"
+    );
+
     // An outbox row left unpublished.
     let mut world = happy();
     world.db.outbox_row_mut(OutboxId(1)).published_ms = None;

@@ -98,6 +98,7 @@ impl World {
             compaction_deferred,
             store_down_until,
             broker_down_until,
+            replays_owed,
         } = self;
         let mut wakes = queue.entries();
         wakes.sort();
@@ -129,6 +130,12 @@ impl World {
             next_worker,
         )
             .hash(state);
-        (compaction_deferred, store_down_until, broker_down_until).hash(state);
+        (
+            compaction_deferred,
+            store_down_until,
+            broker_down_until,
+            replays_owed,
+        )
+            .hash(state);
     }
 }

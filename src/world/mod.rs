@@ -201,6 +201,9 @@ pub struct World {
     pub compaction_deferred: std::collections::VecDeque<TaskId>,
     broker_poke_at: QueuedAt,
     next_worker: usize,
+    /// Dead letters the operator replayed (found, not rolled back): each
+    /// is owed a task that replays it (`converges`).
+    pub replays_owed: Vec<ids::DeadLetterId>,
     /// An `outage` took the artifact store, or the broker, down until then.
     store_down_until: u64,
     broker_down_until: u64,
@@ -307,6 +310,7 @@ impl World {
                 .collect(),
             broker_poke_at: QueuedAt::default(),
             next_worker: 0,
+            replays_owed: Vec::new(),
             store_down_until: 0,
             broker_down_until: 0,
             pinned: schedule.into(),

@@ -76,6 +76,16 @@ impl World {
                 ));
             }
         }
+        // An operator's replay of a dead letter makes a task (lesson 000
+        // §13.5: inspection and replay are what make a dead-letter queue
+        // more than delayed loss).
+        for id in &self.replays_owed {
+            if !self.db.replays.contains_key(id) {
+                failures.push(format!(
+                    "{id} was replayed by the operator but no task replays it"
+                ));
+            }
+        }
         for (task, model) in self.projector.models.iter() {
             let state = &self.db.task(task).state;
             if model.state != *state {

@@ -5,6 +5,7 @@
 use crate::task::Text;
 use crate::world::input::{DeadLetterRef, RequestKind};
 
+use crate::faults::{FaultKind, Site};
 use crate::world::World;
 use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
 use crate::world::engine::step::Verb;
@@ -25,7 +26,15 @@ impl World {
             }
             RequestKind::ReplayDeadLetter { dead_letter } => {
                 self.begin(ActorId::OPERATOR, Verb::ReplayDeadLetter);
+                let asked = self.find_dead_letter(dead_letter);
                 self.replay_dead_letter(dead_letter);
+                // Ground truth: a replay of a dead letter that exists, not
+                // rolled back, is owed a task (judged by `converges`).
+                let rolled_back =
+                    self.rec.fault == Some((Site::DbCommit, FaultKind::CrashBeforeCommit));
+                if let Some(id) = asked.filter(|_| !rolled_back) {
+                    self.replays_owed.push(id);
+                }
             }
             RequestKind::AppendEvent { event } => {
                 self.begin(ActorId::OPERATOR, Verb::AppendEvent);
