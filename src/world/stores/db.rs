@@ -202,60 +202,23 @@ impl Payload {
             // altered, as a buggy or hostile hop would.
             Payload::Event(event) => {
                 let mut altered = TaskEvent::clone(event);
-                altered.body = match altered.body {
+                let mark = |text: &mut Text| *text = format!("{text}~").into();
+                match &mut altered.body {
                     EventBody::TaskStarted {
-                        attempt,
-                        worker_id,
                         lease_until_epoch_ms,
-                    } => EventBody::TaskStarted {
-                        attempt,
-                        worker_id,
-                        lease_until_epoch_ms: lease_until_epoch_ms + 1,
-                    },
-                    EventBody::CancellationRequested {
-                        signal_id,
-                        requester,
-                        reason,
-                    } => EventBody::CancellationRequested {
-                        signal_id,
-                        requester,
-                        reason: format!("{reason}~").into(),
-                    },
+                        ..
+                    } => *lease_until_epoch_ms += 1,
+                    EventBody::CancellationRequested { reason, .. } => mark(reason),
                     EventBody::TaskCompleted {
-                        attempt,
-                        artifact_sha256,
-                        artifact_verified,
-                    } => EventBody::TaskCompleted {
-                        attempt,
-                        artifact_sha256: format!("{artifact_sha256}~").into(),
-                        artifact_verified,
-                    },
-                    EventBody::AttemptFailed {
-                        attempt,
-                        error_code,
-                        retryable,
-                        next_attempt,
-                    } => EventBody::AttemptFailed {
-                        attempt,
-                        error_code: format!("{error_code}~").into(),
-                        retryable,
-                        next_attempt,
-                    },
-                    EventBody::TaskFailed {
-                        attempt,
-                        error_code,
-                    } => EventBody::TaskFailed {
-                        attempt,
-                        error_code: format!("{error_code}~").into(),
-                    },
+                        artifact_sha256, ..
+                    } => mark(artifact_sha256),
+                    EventBody::AttemptFailed { error_code, .. }
+                    | EventBody::TaskFailed { error_code, .. } => mark(error_code),
                     EventBody::TaskCancelled {
                         stopped_at_sequence,
-                        effects_reconciled,
-                    } => EventBody::TaskCancelled {
-                        stopped_at_sequence: stopped_at_sequence + 1,
-                        effects_reconciled,
-                    },
-                };
+                        ..
+                    } => *stopped_at_sequence += 1,
+                }
                 Payload::Event(Rc::new(altered))
             }
         }
