@@ -6,37 +6,18 @@
 //! same campaign must still catch each named mutant, or its checks have
 //! stopped looking.
 
-use sim::fuzz::campaign::{CampaignOptions, SeedResult, run_seeds};
-use sim::mutants::{MUTANTS, Mutant};
+use sim::cli::score::{ScoreOptions, score};
+use sim::fuzz::campaign::{CampaignOptions, run_seeds};
 
 /// Seeds and steps of the campaign (the "300 seeds x 10^4 steps").
 const SEEDS: u64 = 300;
 const STEPS: u64 = 10_000;
-/// Seeds a named mutant gets to be caught in (`sim mutants --score`'s
-/// budget).
-const MUTANT_SEEDS: u64 = 100;
-
-/// A campaign over seeds `1..=seeds` that stops at its first failure.
-fn campaign(seeds: u64, mutant: Option<Mutant>) -> Vec<SeedResult> {
-    let options = CampaignOptions {
-        steps: STEPS,
-        jobs: 2,
-        mutant,
-        check_determinism: false,
-        out: std::env::temp_dir(),
-        write_repro: false,
-        stop_at_first: true,
-        shrink_seconds: None,
-        time_seconds: None,
-        progress_within_seed: None,
-    };
-    let seeds: Vec<u64> = (1..=seeds).collect();
-    run_seeds(&seeds, &options, |_| {})
-}
 
 #[test]
 fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
-    let results = campaign(SEEDS, None);
+    let seeds: Vec<u64> = (1..=SEEDS).collect();
+    let options = CampaignOptions::until_first_failure(STEPS, 2, None);
+    let results = run_seeds(&seeds, &options, |_| {});
     if let Some(failed) = results.iter().find(|result| !result.outcome.converged()) {
         let what = match &failed.outcome.violation {
             Some(violation) => format!(
@@ -52,12 +33,20 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
 
 #[test]
 fn the_same_campaign_still_catches_every_named_mutant() {
-    for info in MUTANTS {
-        let results = campaign(MUTANT_SEEDS, Some(info.mutant));
+    // `sim mutants --score`'s budget: 100 seeds from seed 1.
+    let options = ScoreOptions {
+        seed: 1,
+        runs: 100,
+        steps: STEPS,
+        jobs: 2,
+        only: Vec::new(),
+    };
+    for kill in score(&options) {
         assert!(
-            results.iter().any(|result| !result.outcome.converged()),
-            "{} survived {MUTANT_SEEDS} seeds x {STEPS} steps",
-            info.name
+            kill.killed.is_some(),
+            "{} survived {} seeds x {STEPS} steps",
+            kill.mutant.name(),
+            options.runs
         );
     }
 }

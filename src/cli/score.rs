@@ -54,18 +54,8 @@ pub fn score(options: &ScoreOptions) -> Vec<Kill> {
         .into_iter()
         .map(|mutant| {
             let watch = Stopwatch::start();
-            let campaign = CampaignOptions {
-                steps: options.steps,
-                jobs: options.jobs,
-                mutant: Some(mutant),
-                check_determinism: false,
-                out: std::env::temp_dir(),
-                write_repro: false,
-                stop_at_first: true,
-                shrink_seconds: None,
-                time_seconds: None,
-                progress_within_seed: None,
-            };
+            let campaign =
+                CampaignOptions::until_first_failure(options.steps, options.jobs, Some(mutant));
             let results = run_seeds(&seeds, &campaign, |_| {});
             let mut steps = 0;
             let mut killed = None;

@@ -46,6 +46,25 @@ pub struct CampaignOptions {
     pub progress_within_seed: Option<fn(u64, u64, u64, f64)>,
 }
 
+impl CampaignOptions {
+    /// A campaign that writes nothing and stops at its first failing seed:
+    /// what scoring a mutant, or asking whether anything fails, needs.
+    pub fn until_first_failure(steps: u64, jobs: usize, mutant: Option<Mutant>) -> CampaignOptions {
+        CampaignOptions {
+            steps,
+            jobs,
+            mutant,
+            check_determinism: false,
+            out: std::env::temp_dir(),
+            write_repro: false,
+            stop_at_first: true,
+            shrink_seconds: None,
+            time_seconds: None,
+            progress_within_seed: None,
+        }
+    }
+}
+
 /// The result of one seed.
 #[derive(Clone, Debug)]
 pub struct SeedResult {
