@@ -76,6 +76,18 @@ impl Default for Projector {
     }
 }
 
+/// How a delivered event stands against the event store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stored {
+    /// The store holds this id with this payload at its sequence.
+    Same,
+    /// The store holds this id with another payload.
+    AnotherPayload,
+    /// The store does not hold this id for the task: forged, or from
+    /// another task's history.
+    Absent,
+}
+
 /// What applying one event to a model gave.
 enum Applied {
     Fresh,

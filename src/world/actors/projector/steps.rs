@@ -143,24 +143,35 @@ impl World {
         // any other task is rebuilt from the store. So is a task the store
         // does not have (an outside event can name any id): the rebuild
         // finds nothing, and no model is made for a task that is not there.
+        // A compacted task's events are gone from the store: only an
+        // outside event can still name it, and nothing is modelled for it.
         let may_have_forgotten = event.sequence > 1 || task.0 <= self.projector.watermark;
-        if !self.projector.models.contains(task)
-            && (may_have_forgotten || self.db.find_task(task).is_none())
-        {
+        let row = self.db.find_task(task).map(|row| row.compacted);
+        if !self.projector.models.contains(task) && (may_have_forgotten || row != Some(false)) {
             self.begin(ActorId::PROJECTOR, Verb::Rebuild);
             self.rec.task = Some(task);
             self.rec.hash = Some(payload_sha256);
-            if self.db.find_task(task).is_none() {
-                self.rec.outcome = "TASK_NOT_FOUND";
+            if row != Some(false) {
+                self.rec.outcome = if row.is_none() {
+                    "TASK_NOT_FOUND"
+                } else {
+                    "TASK_COMPACTED"
+                };
                 self.answer_delivery();
                 self.finish_projector_step();
                 return true;
             }
             self.rebuild(task);
-            // The delivered event is now old news or next in line.
-            match self.apply_to_model(task, &event, payload_sha256) {
-                Applied::Fresh | Applied::Gap => {}
-                Applied::Duplicate | Applied::Conflict(_) => {}
+            // The delivered event is now old news or next in line, unless
+            // the store does not hold it: then the rebuilt model is all
+            // there is to know.
+            match self.stored_as(task, &event, payload_sha256) {
+                refused if self.would_take(task, &event, refused) => {
+                    self.refuse(task, &event, refused);
+                }
+                _ => {
+                    let _ = self.apply_to_model(task, &event, payload_sha256);
+                }
             }
             self.projector_after_apply(task);
             return true;
@@ -169,13 +180,13 @@ impl World {
         self.rec.task = Some(task);
         self.rec.version = Some(event.sequence);
         self.rec.hash = Some(payload_sha256);
-        if self.stored_with_another_payload(task, &event, payload_sha256) {
-            // A copy altered on its way: the event store holds this id with
-            // another payload. Never applied; the model takes the stored
-            // events instead (a refetch through this sequence), then acks.
-            self.rec.outcome = "EVENT_ID_PAYLOAD_CONFLICT";
-            self.record_rejection(task, &event, "EVENT_ID_PAYLOAD_CONFLICT");
-            self.sometimes("altered-event-refetched");
+        let stored = self.stored_as(task, &event, payload_sha256);
+        if stored != Stored::Same && self.would_take(task, &event, stored) {
+            // Not the fact the event store holds at that sequence: a copy
+            // altered on its way, or an event no producer of this pipeline
+            // committed. Never applied; the model takes the stored events
+            // instead (a refetch through this sequence), then acks.
+            self.refuse(task, &event, stored);
             self.projector.phase = ProjectorPhase::Refetch;
             self.finish_projector_step();
             return true;
@@ -206,22 +217,62 @@ impl World {
         true
     }
 
-    /// Whether the event store holds the event's id at its sequence with
-    /// another payload hash: the delivered copy is not the fact.
-    fn stored_with_another_payload(
-        &self,
-        task: TaskId,
-        event: &TaskEvent,
-        payload_sha256: Sha,
-    ) -> bool {
-        let stored = self.db.find_task(task).and_then(|row| {
-            usize::try_from(event.sequence - 1)
-                .ok()
-                .and_then(|index| row.events.get(index))
-        });
-        stored.is_some_and(|stored| {
-            stored.event.event_id == event.event_id && stored.payload_sha256 != payload_sha256
-        })
+    /// How the delivered event stands against the event store, the source
+    /// of truth the model is derived from. A task the store does not have
+    /// is answered before this is asked.
+    fn stored_as(&self, task: TaskId, event: &TaskEvent, payload_sha256: Sha) -> Stored {
+        let row = self.db.task(task);
+        let at_sequence = usize::try_from(event.sequence - 1)
+            .ok()
+            .and_then(|index| row.events.get(index));
+        if at_sequence.is_some_and(|stored| {
+            stored.event.event_id == event.event_id && stored.payload_sha256 == payload_sha256
+        }) {
+            return Stored::Same;
+        }
+        let id_known = row
+            .events
+            .iter()
+            .any(|stored| stored.event.event_id == event.event_id);
+        if id_known {
+            Stored::AnotherPayload
+        } else {
+            Stored::Absent
+        }
+    }
+
+    /// Whether the event must be refused before the model judges it: an
+    /// id the store holds with another payload always is; an event the
+    /// store does not hold is when the model would take it (its sequence
+    /// is past the model's), while at an old sequence the model already
+    /// calls it a duplicate or a history conflict, as lesson 003 §7 does.
+    fn would_take(&self, task: TaskId, event: &TaskEvent, stored: Stored) -> bool {
+        let version = self
+            .projector
+            .models
+            .get(task)
+            .map_or(0, |model| model.state.version);
+        match stored {
+            Stored::Same => false,
+            Stored::AnotherPayload => true,
+            Stored::Absent => event.sequence > version,
+        }
+    }
+
+    /// Records why a delivered event was not applied.
+    fn refuse(&mut self, task: TaskId, event: &TaskEvent, stored: Stored) {
+        let code = match stored {
+            Stored::AnotherPayload => {
+                self.sometimes("altered-event-refetched");
+                "EVENT_ID_PAYLOAD_CONFLICT"
+            }
+            Stored::Absent | Stored::Same => {
+                self.sometimes("unstored-event-refused");
+                "EVENT_NOT_IN_STORE"
+            }
+        };
+        self.rec.outcome = code;
+        self.record_rejection(task, event, code);
     }
 
     /// Invalidates the cache for the model's version, then acks.
