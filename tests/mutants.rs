@@ -63,7 +63,7 @@ fn a_small_score_run_kills_every_mutant() {
     let options = sim::cli::score::ScoreOptions {
         seed: 1,
         runs: 30,
-        steps: 3_000,
+        steps: 10_000,
         jobs: 1,
         only: Vec::new(),
     };

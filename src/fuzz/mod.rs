@@ -2,6 +2,7 @@
 //! campaigns over many seeds, reproducers.
 
 pub mod campaign;
+mod outside;
 pub mod panic;
 pub mod summary;
 pub mod swarm;

@@ -98,7 +98,7 @@ pub fn draw(seed: u64) -> Draw {
         }
     };
     draw_rates(&mut rng, false);
-    let mix = WorkloadMix {
+    let mut mix = WorkloadMix {
         gap_ms_max: rng.range(1, 10),
         create: rng.range(20, 60) as u32,
         duplicate_create: rng.range(0, 10) as u32,
@@ -108,8 +108,13 @@ pub fn draw(seed: u64) -> Draw {
         read_status: rng.range(0, 20) as u32,
         poison: rng.range(0, 4) as u32,
         replay: rng.range(0, 4) as u32,
+        outside: 0,
+        operator: 0,
     };
     draw_rates(&mut rng, true);
+    // Drawn last, so the earlier draws of a seed keep their values.
+    mix.outside = rng.range(0, 4) as u32;
+    mix.operator = rng.range(0, 3) as u32;
     Draw { config, rates, mix }
 }
 

@@ -13,8 +13,11 @@ use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
 use crate::task::Text;
 use crate::task::json::Sink;
 use crate::world::engine::ids::{DeadLetterId, TextBuf, push_decimal};
+use crate::world::input::Observed;
 use crate::world::stores::broker::DeadLetter;
-use crate::world::stores::db::{Input, Payload};
+use crate::world::stores::db::{Input, Payload, Topic};
+
+use super::outside;
 
 /// The workload's shape for one seed (drawn by the swarm).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +34,11 @@ pub struct WorkloadMix {
     pub poison: u32,
     /// A dead-letter replay (the first one bumps the handler version).
     pub replay: u32,
+    /// An outside producer's event (`append-event` or `deliver-event`).
+    pub outside: u32,
+    /// An operator action at a random moment: a handler bump, or a replay
+    /// of any work dead letter (again, or one that does not exist).
+    pub operator: u32,
 }
 
 impl Default for WorkloadMix {
@@ -45,6 +53,8 @@ impl Default for WorkloadMix {
             read_status: 12,
             poison: 2,
             replay: 2,
+            outside: 0,
+            operator: 0,
         }
     }
 }
@@ -54,7 +64,7 @@ impl Default for WorkloadMix {
 pub struct Generator {
     rng: Prng,
     /// The mix's weights in request-kind order, and their sum.
-    weights: [u32; 8],
+    weights: [u32; 10],
     total: u64,
     gap_ms_max: u64,
     clients: u16,
@@ -66,6 +76,10 @@ pub struct Generator {
     pending: Option<Request>,
     replayed: Vec<DeadLetterId>,
     bumped: bool,
+    /// The handler version the last bump set.
+    handler_version: u64,
+    /// Outside events issued, for their unique ids.
+    outside_issued: u64,
 }
 
 const RECENT_MAX: usize = 64;
@@ -124,6 +138,8 @@ impl Generator {
             mix.read_status,
             mix.poison,
             mix.replay,
+            mix.outside,
+            mix.operator,
         ];
         Generator {
             rng: Prng::new(seed, Stream::Workload),
@@ -137,6 +153,8 @@ impl Generator {
             pending: None,
             replayed: Vec::new(),
             bumped: false,
+            handler_version: 1,
+            outside_issued: 0,
         }
     }
 
@@ -185,8 +203,15 @@ impl Generator {
         self.recent().map(|recent| recent.key)
     }
 
+    /// The next handler version: every bump goes one up.
+    fn bump(&mut self) -> u64 {
+        self.handler_version += 1;
+        self.handler_version
+    }
+
     /// The next request at `now` and the gap before the one after it.
-    pub fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64) {
+    pub fn next(&mut self, now: u64, world: &Observed) -> (Request, u64) {
+        let dead_letters = world.dead_letters;
         if let Some(request) = self.pending.take() {
             return (request, self.rng.range(1, self.gap_ms_max));
         }
@@ -259,10 +284,36 @@ impl Generator {
                     }
                     Some(_) => {
                         self.bumped = true;
-                        self.request(now, RequestKind::BumpHandlerVersion { version: 2 })
+                        let version = self.bump();
+                        self.request(now, RequestKind::BumpHandlerVersion { version })
                     }
                     None => self.new_create(now, false),
                 }
+            }
+            8 => {
+                self.outside_issued += 1;
+                let draws = outside::Draws {
+                    shape: self.rng.below(outside::SHAPES),
+                    task: self.rng.below(1 << 32),
+                    field: self.rng.below(1 << 32),
+                    serial: self.outside_issued,
+                };
+                let kind = outside::outside_event(draws, world.db);
+                self.request(now, kind)
+            }
+            9 => {
+                let bump = self.rng.below(4) == 0;
+                let pick = self.rng.below(1 << 32);
+                let kind = if bump {
+                    RequestKind::BumpHandlerVersion {
+                        version: self.bump(),
+                    }
+                } else {
+                    RequestKind::ReplayDeadLetter {
+                        dead_letter: DeadLetterRef::Id(any_work_letter(dead_letters, pick)),
+                    }
+                };
+                self.request(now, kind)
             }
             _ => self.new_create(now, false),
         };
@@ -271,12 +322,25 @@ impl Generator {
 }
 
 impl crate::world::input::Workload for Generator {
-    fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64) {
-        Generator::next(self, now, dead_letters)
+    fn next(&mut self, now: u64, world: &Observed) -> (Request, u64) {
+        Generator::next(self, now, world)
     }
 
     fn fork(&self) -> Box<dyn crate::world::input::Workload> {
         Box::new(self.clone())
+    }
+}
+
+/// One of the work dead letters by `pick`, or, one time in (letters + 1),
+/// an id past the last letter: a replay the operator gets wrong.
+fn any_work_letter(dead_letters: &[DeadLetter], pick: u64) -> DeadLetterId {
+    let work = dead_letters
+        .iter()
+        .filter(|letter| letter.topic == Topic::TaskWork);
+    let count = work.clone().count() as u64;
+    match work.clone().nth((pick % (count + 1)) as usize) {
+        Some(letter) => letter.id,
+        None => DeadLetterId(u32::try_from(dead_letters.len() + 1).unwrap_or(u32::MAX)),
     }
 }
 

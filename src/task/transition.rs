@@ -130,6 +130,33 @@ pub struct TaskEvent {
     pub body: EventBody,
 }
 
+impl TaskEvent {
+    /// The same event id, task and sequence with one field of the body
+    /// altered, as a buggy or hostile hop (or producer) would: another
+    /// payload under a known id.
+    pub fn altered(&self) -> TaskEvent {
+        let mut altered = self.clone();
+        let mark = |text: &mut Text| *text = format!("{text}~").into();
+        match &mut altered.body {
+            EventBody::TaskStarted {
+                lease_until_epoch_ms,
+                ..
+            } => *lease_until_epoch_ms += 1,
+            EventBody::CancellationRequested { reason, .. } => mark(reason),
+            EventBody::TaskCompleted {
+                artifact_sha256, ..
+            } => mark(artifact_sha256),
+            EventBody::AttemptFailed { error_code, .. }
+            | EventBody::TaskFailed { error_code, .. } => mark(error_code),
+            EventBody::TaskCancelled {
+                stopped_at_sequence,
+                ..
+            } => *stopped_at_sequence += 1,
+        }
+        altered
+    }
+}
+
 /// The per-type fields. `artifact_verified`, `retryable` and
 /// `effects_reconciled` are literal `true` in the lesson's types, but a
 /// producer can still send `false`; the transition decides by the lesson's

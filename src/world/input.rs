@@ -12,7 +12,7 @@ use crate::task::{TaskEvent, Text};
 use crate::world::engine::ids::{DeadLetterId, OutboxId, TaskId};
 use crate::world::engine::schedule::Wake;
 use crate::world::stores::broker::DeadLetter;
-use crate::world::stores::db::Input;
+use crate::world::stores::db::{Db, Input};
 
 /// Everything a world is built from.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,13 +28,20 @@ pub struct Setup {
     pub schedule: Vec<Wake>,
 }
 
+/// What a workload may read of the world when it draws a request.
+pub struct Observed<'a> {
+    pub dead_letters: &'a [DeadLetter],
+    pub db: &'a Db,
+}
+
 /// A source of requests drawn while the world runs (the fuzz workload).
 /// The world asks for the next request when the previous one's gap has
 /// passed, and stops asking when its workload is switched off.
 pub trait Workload {
     /// The request to issue now, and the gap in virtual milliseconds until
-    /// the next one. It may look at the dead letters (replays name them).
-    fn next(&mut self, now: u64, dead_letters: &[DeadLetter]) -> (Request, u64);
+    /// the next one. It may look at the world (replays name dead letters,
+    /// outside producers copy and alter stored events).
+    fn next(&mut self, now: u64, world: &Observed) -> (Request, u64);
 
     /// A copy drawing the same requests from here on (a forked world's).
     fn fork(&self) -> Box<dyn Workload>;

@@ -780,7 +780,11 @@ impl World {
         let Some(workload) = self.workload.as_mut() else {
             return false;
         };
-        let (request, gap) = workload.next(self.now, &self.broker.dead_letters);
+        let observed = input::Observed {
+            dead_letters: &self.broker.dead_letters,
+            db: &self.db,
+        };
+        let (request, gap) = workload.next(self.now, &observed);
         let at = self.now + gap;
         self.schedule(at, Wake::Workload);
         self.issue(request)

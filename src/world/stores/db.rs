@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use crate::hash::Sha;
-use crate::task::{EventBody, Evidence, TaskEvent, TaskState, Text};
+use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
 use crate::world::engine::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
@@ -200,27 +200,7 @@ impl Payload {
             }
             // Same event id, task and sequence; one field of the body
             // altered, as a buggy or hostile hop would.
-            Payload::Event(event) => {
-                let mut altered = TaskEvent::clone(event);
-                let mark = |text: &mut Text| *text = format!("{text}~").into();
-                match &mut altered.body {
-                    EventBody::TaskStarted {
-                        lease_until_epoch_ms,
-                        ..
-                    } => *lease_until_epoch_ms += 1,
-                    EventBody::CancellationRequested { reason, .. } => mark(reason),
-                    EventBody::TaskCompleted {
-                        artifact_sha256, ..
-                    } => mark(artifact_sha256),
-                    EventBody::AttemptFailed { error_code, .. }
-                    | EventBody::TaskFailed { error_code, .. } => mark(error_code),
-                    EventBody::TaskCancelled {
-                        stopped_at_sequence,
-                        ..
-                    } => *stopped_at_sequence += 1,
-                }
-                Payload::Event(Rc::new(altered))
-            }
+            Payload::Event(event) => Payload::Event(Rc::new(event.altered())),
         }
     }
 }
