@@ -18,8 +18,8 @@ use sim::world::engine::ids::{EntryId, IntentId, OutboxId, TaskId};
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
-    Answer, EffectKind, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState, ReviewReason,
-    TaskRow, Token, Topic,
+    Answer, EffectKind, EffectState, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState,
+    ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Stepped, Touched, World};
@@ -1087,4 +1087,63 @@ fn converges_fires_for_a_poison_failure_without_its_dead_letter() {
             == "task-1 failed with UNSUPPORTED_FORMAT and its message never reached the dead-letter queue"),
         "converges: {failures:?}"
     );
+}
+
+/// Touches `key`, as an expiry step does.
+fn key_touched(key: &Text) -> Touched {
+    Touched {
+        keys: vec![key.clone()],
+        ..Touched::default()
+    }
+}
+
+/// Marks every outbox row of `task` published (`Some`) or one of them not.
+fn set_published(world: &mut World, task: TaskId, all: bool) {
+    let rows = world.db.task(task).outbox_rows.clone();
+    assert!(!rows.is_empty(), "{task} has outbox rows");
+    for (index, id) in rows.iter().enumerate() {
+        let unpublished = !all && index + 1 == rows.len();
+        world.db.outbox_row_mut(*id).published_ms = (!unpublished).then_some(1);
+    }
+}
+
+#[test]
+fn fires_retained_until_settled_when_a_record_expires_early() {
+    // A record that expires once its task is settled is what retention is.
+    let mut world = completed_with_live_record();
+    let key = first_key(&world);
+    clean(&mut world, key_touched(&key));
+    set_published(&mut world, TASK, true);
+    world.db.remove_record(&key);
+    clean(&mut world, key_touched(&key));
+    // One message of the completed task not yet published: too early.
+    let mut world = completed_with_live_record();
+    clean(&mut world, key_touched(&key));
+    set_published(&mut world, TASK, false);
+    world.db.remove_record(&key);
+    fires(&mut world, key_touched(&key), "retained-until-settled");
+    // So is a task that is not terminal.
+    let mut world = completed_with_live_record();
+    clean(&mut world, key_touched(&key));
+    set_published(&mut world, TASK, true);
+    world.db.task_mut(TASK).state.status = Status::Running;
+    world.db.remove_record(&key);
+    fires(&mut world, key_touched(&key), "retained-until-settled");
+}
+
+#[test]
+fn fires_retained_until_settled_when_a_task_is_compacted_unsettled() {
+    let mut world = happy();
+    assert!(world.compact_task(TASK));
+    clean(&mut world, Touched::default());
+    // An effect still without its outcome.
+    let mut world = happy();
+    world.db.task_mut(TASK).effects[0].state = EffectState::Unknown;
+    assert!(world.compact_task(TASK));
+    fires(&mut world, Touched::default(), "retained-until-settled");
+    // A message not yet published.
+    let mut world = happy();
+    set_published(&mut world, TASK, false);
+    assert!(world.compact_task(TASK));
+    fires(&mut world, Touched::default(), "retained-until-settled");
 }

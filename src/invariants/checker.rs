@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 
 mod checks;
 mod converges;
+mod retention;
 
 /// What the checker remembers of one task between steps. Its status and
 /// version are its replay's, and the events it has seen are one per entry
@@ -150,6 +151,9 @@ pub struct Checker {
     /// touches a key and answers an intent of the same key, and both checks
     /// read its record, which cannot change within the round.
     records: Vec<(Text, Option<RecordView>)>,
+    /// Tasks compacted this step while unsettled, with why: noted before
+    /// their rows were dropped, reported by the step's checks.
+    compacted_unsettled: Vec<(TaskId, String)>,
 }
 
 /// What the checks read of an idempotency record.
@@ -164,7 +168,8 @@ impl Checker {
     /// The checker's part of a world's identity (see `World::identity`):
     /// what it remembers of tasks, event ids, inbox rows, open deliveries
     /// and keys. Its round counter and per-round caches are left out: they
-    /// only spare repeated reads within one step's checks.
+    /// only spare repeated reads within one step's checks; so are the
+    /// unsettled compactions, noted and reported within one step.
     pub fn identity(&self, state: &mut impl std::hash::Hasher) {
         use std::hash::Hash;
         self.tasks.len().hash(state);

@@ -97,6 +97,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the broker delivers no entry more than delivery_attempts_max times",
     },
     Invariant {
+        id: "retained-until-settled",
+        statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
+    },
+    Invariant {
         id: "no-orphan-message",
         statement: "every entry in the broker's topics has a message id that is a committed outbox row's id, with that row's payload",
     },

@@ -26,7 +26,7 @@ impl World {
     pub(crate) fn check_step(&mut self) {
         // About one step in five (a wake that only moves time, a broker
         // tick) touches nothing: no check to run, nothing to count.
-        if self.touched.is_empty() {
+        if self.touched.is_empty() && self.checker.compacted_unsettled.is_empty() {
             return;
         }
         self.checker.round += 1;
@@ -68,6 +68,13 @@ impl World {
                 check!(self.check_key(key));
             }
             self.touched.keys = keys;
+        }
+        while let Some((task, why)) = self.checker.compacted_unsettled.pop() {
+            check!(Err::<(), Fired>(Fired {
+                invariant: "retained-until-settled",
+                message: format!("{task} was compacted while {why}"),
+                entities: vec![task.to_string()],
+            }));
         }
         if !self.touched.created.is_empty() || !self.touched.answers.is_empty() {
             check!(self.check_quota_ledger());
@@ -260,14 +267,20 @@ impl World {
         let Some(record) = self.record(key) else {
             // A record that lived and is gone opens a new epoch: a task
             // created under the key from now on is a new intent's.
-            let key = KeyOf::new(key);
-            if self
-                .checker
-                .keys
-                .get(&key)
-                .is_some_and(|life| life.recorded)
-            {
-                self.checker.keys.remove(&key);
+            let of = KeyOf::new(key);
+            let Some(life) = self.checker.keys.get(&of).filter(|life| life.recorded) else {
+                return Ok(());
+            };
+            let tasks = [life.first, life.first_other];
+            self.checker.keys.remove(&of);
+            for task in tasks.into_iter().flatten() {
+                if let Some(why) = super::retention::unsettled(&self.db, task) {
+                    return Err(Fired {
+                        invariant: "retained-until-settled",
+                        message: format!("the idempotency record of {key} expired while {why}"),
+                        entities: vec![key.to_string(), task.to_string()],
+                    });
+                }
             }
             return Ok(());
         };

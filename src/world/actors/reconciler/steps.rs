@@ -397,6 +397,7 @@ impl World {
         if in_flight {
             return false;
         }
+        self.checker.note_compaction(&self.db, task);
         let row = self.db.task_mut(task);
         if row.compacted {
             return true;

@@ -1,0 +1,56 @@
+//! `retained-until-settled`: an idempotency record expires, and a task is
+//! compacted (its events, outbox rows and ledger dropped), only once the
+//! task is settled: terminal, every message of it published, every effect
+//! with its outcome. Read from the durable rows by the checker's own rule,
+//! not by the reconciler's `task_finished`, which is what it checks.
+
+use crate::world::engine::ids::TaskId;
+use crate::world::stores::db::{Db, EffectState};
+
+/// Why `task` is not settled, or `None` when it is.
+pub fn unsettled(db: &Db, task: TaskId) -> Option<String> {
+    let row = db.find_task(task)?;
+    if row.compacted {
+        return None;
+    }
+    if !row.state.status.is_terminal() {
+        return Some(format!("{task} is {}", row.state.status.as_str()));
+    }
+    for id in &row.outbox_rows {
+        match db.find_outbox(*id) {
+            None => return Some(format!("{task}'s {id} is gone unpublished")),
+            Some(outbox) if outbox.published_ms.is_none() => {
+                return Some(format!("{task}'s {id} is not published"));
+            }
+            Some(_) => {}
+        }
+    }
+    for effect in &row.effects {
+        // Only an outcome settles an effect: verified, compensated or
+        // failed. Planned, started, unknown and completed-unverified wait
+        // for the worker or the reconciler; a required compensation waits
+        // for its own effect.
+        let open = !matches!(
+            effect.state,
+            EffectState::Verified | EffectState::Compensated | EffectState::Failed
+        );
+        if open {
+            return Some(format!(
+                "{task}'s effect {} is {}",
+                effect.token,
+                effect.state.as_str()
+            ));
+        }
+    }
+    None
+}
+
+/// Records what compacting `task` would drop unsettled; the step's checks
+/// report it (the rows are gone by then).
+impl super::Checker {
+    pub fn note_compaction(&mut self, db: &Db, task: TaskId) {
+        if let Some(why) = unsettled(db, task) {
+            self.compacted_unsettled.push((task, why));
+        }
+    }
+}
