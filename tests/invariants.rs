@@ -1108,7 +1108,7 @@ fn set_published(world: &mut World, task: TaskId, all: bool) {
 }
 
 #[test]
-fn fires_retained_until_settled_when_a_record_expires_early() {
+fn fires_retained_until_settled() {
     // A record that expires once its task is settled is what retention is.
     let mut world = completed_with_live_record();
     let key = first_key(&world);
@@ -1132,7 +1132,7 @@ fn fires_retained_until_settled_when_a_record_expires_early() {
 }
 
 #[test]
-fn fires_retained_until_settled_when_a_task_is_compacted_unsettled() {
+fn retained_until_settled_fires_when_a_task_is_compacted_unsettled() {
     let mut world = happy();
     assert!(world.compact_task(TASK));
     clean(&mut world, Touched::default());
@@ -1146,4 +1146,27 @@ fn fires_retained_until_settled_when_a_task_is_compacted_unsettled() {
     set_published(&mut world, TASK, false);
     assert!(world.compact_task(TASK));
     fires(&mut world, Touched::default(), "retained-until-settled");
+}
+
+#[test]
+fn fires_compensation_recorded() {
+    // Cancel-wins: the fence hides task-1's verified artifact and writes
+    // the compensation's own ledger row before it does.
+    let mut world = drained(&load_scenario("cancel-complete-race-cancel-wins"));
+    let hidden: Vec<Token> = world
+        .store
+        .tokens_of(TASK)
+        .iter()
+        .copied()
+        .filter(|token| world.store.get(*token).is_some_and(|object| object.hidden))
+        .collect();
+    assert!(!hidden.is_empty(), "the cancel-wins race hides an artifact");
+    clean(&mut world, tasks(&[TASK]));
+    // The same hide without its ledger row.
+    world
+        .db
+        .task_mut(TASK)
+        .effects
+        .retain(|row| row.token.kind != EffectKind::Compensation);
+    fires(&mut world, tasks(&[TASK]), "compensation-recorded");
 }

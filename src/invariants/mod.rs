@@ -97,6 +97,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the broker delivers no entry more than delivery_attempts_max times",
     },
     Invariant {
+        id: "compensation-recorded",
+        statement: "once a task is terminal, every written artifact of it that was hidden has its compensation's own ledger row (the artifact's token with the compensation kind), whoever hid it: a corrupt artifact, or a verified one under cancel-wins",
+    },
+    Invariant {
         id: "retained-until-settled",
         statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
     },

@@ -425,6 +425,41 @@ impl World {
                     .collect(),
             });
         }
+        self.check_compensations(task)
+    }
+
+    /// compensation-recorded: a written artifact that was taken back
+    /// (hidden) has its compensation's own ledger row, whichever actor hid
+    /// it and why (a corrupt artifact, or a verified one under
+    /// cancel-wins). Judged once the task is terminal, while its ledger is
+    /// kept (a compacted task's ledger is gone).
+    fn check_compensations(&self, task: TaskId) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        if row.compacted {
+            return Ok(());
+        }
+        for &token in self.store.tokens_of(task) {
+            let taken_back = self
+                .store
+                .get(token)
+                .is_some_and(|object| object.hidden && !object.versions.is_empty());
+            if !taken_back || token.kind != EffectKind::Artifact {
+                continue;
+            }
+            let compensation = Token {
+                kind: EffectKind::Compensation,
+                ..token
+            };
+            if row.effect(compensation).is_none() {
+                return Err(Fired {
+                    invariant: "compensation-recorded",
+                    message: format!(
+                        "{task}'s artifact {token} was hidden, but the ledger has no compensation {compensation}"
+                    ),
+                    entities: vec![task.to_string(), token.to_string()],
+                });
+            }
+        }
         Ok(())
     }
 

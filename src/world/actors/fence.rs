@@ -47,6 +47,9 @@ pub struct Fence {
     pub bad: bool,
     /// A real artifact (not a tombstone) was hidden.
     pub hid_artifact: bool,
+    /// The hide takes back a written artifact: a compensation, with its
+    /// own token and ledger row, written before the store call.
+    pub compensating: bool,
     pub reads: u32,
     pub hides: u32,
     /// The last hide call was answered (not timed out).
@@ -75,6 +78,7 @@ impl Fence {
             used: false,
             bad: false,
             hid_artifact: false,
+            compensating: false,
             reads: 0,
             hides: 0,
             hide_answered: false,

@@ -4,7 +4,7 @@ use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::worker::StoreRead;
 use crate::world::engine::ids::ActorId;
-use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, WorkKind};
+use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, Token, WorkKind};
 use crate::world::stores::events::{Command, CommandOutcome};
 use crate::world::stores::store::Observed;
 
@@ -169,10 +169,12 @@ impl World {
                     if keep {
                         FencePhase::Resolve
                     } else {
+                        fence.compensating = true;
                         FencePhase::Hide
                     }
                 } else {
                     self.rec.outcome = "bad";
+                    fence.compensating = true;
                     FencePhase::Hide
                 }
             }
@@ -212,11 +214,40 @@ impl World {
 
     fn fence_hide(&mut self, fence: &mut Fence) -> FenceProgress {
         let token = fence.token();
+        if fence.compensating {
+            self.plan_compensation(fence);
+        }
         let call = self.hide_call(token, &mut fence.hides);
         fence.hid_artifact |= call.had_artifact;
         fence.hide_answered = call.answered;
         fence.phase = FencePhase::Check;
         FenceProgress::Next(call.delay)
+    }
+
+    /// Writes the compensation's own ledger row (its token is the
+    /// artifact's with the compensation kind), started, before the first
+    /// hide call that takes a written artifact back: the cancel-wins hide
+    /// of a verified artifact, or a corrupt one found by the fence. A worker
+    /// that found its artifact corrupt wrote this row itself; the resolving
+    /// transaction settles it once the hide was read back.
+    fn plan_compensation(&mut self, fence: &Fence) {
+        let token = Token {
+            kind: EffectKind::Compensation,
+            ..fence.token()
+        };
+        let request_sha256 = self.expected_sha(fence).unwrap_or([0; 32]);
+        let row = self.db.task_mut(fence.task);
+        if row.effect(token).is_none() {
+            row.effects.push(LedgerRow {
+                token,
+                state: EffectState::Started,
+                request_sha256,
+                observed_sha256: None,
+                error_code: None,
+                fenced_by: None,
+            });
+            self.sometimes("fence-compensation-planned");
+        }
     }
 
     fn fence_check(&mut self, fence: &mut Fence) -> FenceProgress {
