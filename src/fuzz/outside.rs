@@ -54,7 +54,7 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         // A copy of a stored event: the same id (a duplicate) or a new id
         // at an old sequence (stale).
         1 => append(match stored {
-            Some(event) if draws.field % 2 == 0 => event,
+            Some(event) if draws.field.is_multiple_of(2) => event,
             Some(event) => TaskEvent {
                 event_id: format!("outside-{}", draws.serial).into(),
                 ..event
