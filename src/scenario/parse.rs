@@ -773,6 +773,6 @@ fn actor_kinds_for(site: Site) -> &'static [ActorKind] {
         Site::BrokerPublish => &[Publisher],
         Site::StoreOutage => &[Worker, Reconciler],
         Site::BrokerOutage => &[Publisher, Worker, Projector],
-        Site::Latency => &[Api, Publisher, Worker, Projector, Reconciler],
+        Site::Latency => &[Client, Api, Publisher, Worker, Projector, Reconciler],
     }
 }
