@@ -14,12 +14,12 @@ use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
 use sim::task::{EventBody, Status, TaskEvent, Text, initial_state};
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
-use sim::world::engine::ids::{EntryId, IntentId, OutboxId, TaskId};
+use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, TaskId};
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
-    Answer, EffectKind, EffectState, IdempotencyRecord, InboxRow, OutboxRow, Payload, RecordState,
-    ReviewReason, TaskRow, Token, Topic,
+    Answer, EffectKind, EffectState, IdempotencyRecord, InboxRow, Lease, OutboxRow, Payload,
+    RecordState, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Stepped, Touched, World};
@@ -1169,4 +1169,50 @@ fn fires_compensation_recorded() {
         .effects
         .retain(|row| row.token.kind != EffectKind::Compensation);
     fires(&mut world, tasks(&[TASK]), "compensation-recorded");
+}
+
+#[test]
+fn fires_lease_never_taken_live() {
+    let mut world = happy();
+    let now = world.now;
+    let worker = Lease {
+        attempt: 1,
+        holder: ActorId::new(ActorKind::Worker, 0),
+        incarnation: 0,
+        until_ms: now + 1_000,
+    };
+    let granted = |world: &mut World, old: Lease, new: Lease| {
+        world.db.set_lease(TASK, Some(new));
+        Touched {
+            leases: vec![(TASK, Some(old))],
+            ..Touched::default()
+        }
+    };
+    // The holder renews its own live lease.
+    let renewed = Lease {
+        until_ms: now + 2_000,
+        ..worker
+    };
+    let touched = granted(&mut world, worker, renewed);
+    clean(&mut world, touched);
+    // A fence claims a lease that ran out.
+    let fence = Lease {
+        holder: ActorId::RECONCILER,
+        ..renewed
+    };
+    let expired = Lease {
+        until_ms: now,
+        ..worker
+    };
+    let touched = granted(&mut world, expired, fence);
+    clean(&mut world, touched);
+    // A fence claims a live one; so does a restarted worker.
+    let touched = granted(&mut world, worker, fence);
+    fires(&mut world, touched, "lease-never-taken-live");
+    let restarted = Lease {
+        incarnation: 1,
+        ..renewed
+    };
+    let touched = granted(&mut world, worker, restarted);
+    fires(&mut world, touched, "lease-never-taken-live");
 }

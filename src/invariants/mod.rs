@@ -97,6 +97,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the broker delivers no entry more than delivery_attempts_max times",
     },
     Invariant {
+        id: "lease-never-taken-live",
+        statement: "a task's lease passes to another holder, or another incarnation of its holder, only after it ran out: renewing one's own lease is fine, taking a live one lets two attempts run at once",
+    },
+    Invariant {
         id: "compensation-recorded",
         statement: "once a task is terminal, every written artifact of it that was hidden has its compensation's own ledger row (the artifact's token with the compensation kind), whoever hid it: a corrupt artifact, or a verified one under cancel-wins",
     },

@@ -61,6 +61,8 @@ pub struct Touched {
     /// Messages whose inbox row was written (registered or finalized): the
     /// checker's copy of the row follows these writes and no others.
     pub inbox: Vec<ids::OutboxId>,
+    /// Leases granted, with the lease each replaced.
+    pub leases: Vec<(TaskId, Option<db::Lease>)>,
 }
 
 /// `$each` applied to every list of a `Touched`, as an array of the
@@ -70,7 +72,7 @@ pub struct Touched {
 macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
-            projection created answers deliveries delivered inbox)
+            projection created answers deliveries delivered inbox leases)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

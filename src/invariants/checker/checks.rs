@@ -6,7 +6,7 @@ use crate::task::{Status, Text};
 use crate::world::World;
 use crate::world::actors::worker::DeliveryAct;
 use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
-use crate::world::stores::db::{Answer, EffectKind, Token};
+use crate::world::stores::db::{Answer, EffectKind, Lease, Token};
 
 use super::*;
 use crate::invariants::Violation;
@@ -105,6 +105,7 @@ impl World {
                 check!(self.check_projection(task));
             }
         }
+        check_each!(leases, |(task, replaced)| self.check_lease(task, replaced));
         check_each!(deliveries, |touch| self.check_delivery(&touch));
         check_each!(delivered, |(entry, count)| self
             .check_delivered(entry, count));
@@ -461,6 +462,27 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// lease-never-taken-live: a task's lease goes to another holder (or
+    /// another incarnation of the same one) only once it ran out. Renewing
+    /// one's own lease is fine; taking a live one lets two attempts run.
+    fn check_lease(&self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
+        let (Some(old), Some(new)) = (replaced, self.db.task(task).lease) else {
+            return Ok(());
+        };
+        let same_holder = (old.holder, old.incarnation) == (new.holder, new.incarnation);
+        if same_holder || old.until_ms <= self.now {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "lease-never-taken-live",
+            message: format!(
+                "{task}'s lease on attempt {} held by {} until {} ms went to {} (attempt {}) at {} ms",
+                old.attempt, old.holder, old.until_ms, new.holder, new.attempt, self.now
+            ),
+            entities: vec![task.to_string()],
+        })
     }
 
     fn check_cache(&mut self, task: TaskId) -> Result<(), Fired> {

@@ -48,6 +48,19 @@ impl World {
             self.rec.outcome = "superseded";
             return FenceProgress::Abort("superseded");
         }
+        // The scan that chose this fence saw the lease run out; the claim
+        // reads it again in its own transaction: a worker may have taken a
+        // fresh lease on the attempt in between (a redelivery meeting a
+        // cancelling task), and a live lease is never taken.
+        let now = self.now;
+        let held_elsewhere = self.db.task(fence.task).lease.is_some_and(|lease| {
+            lease.until_ms > now && (lease.holder, lease.incarnation) != (actor, incarnation)
+        });
+        if held_elsewhere {
+            self.rec.outcome = "lease-held";
+            self.sometimes("fence-found-lease-renewed");
+            return FenceProgress::Abort("lease-held");
+        }
         if fence.purpose != FencePurpose::CancelAfterRefusal {
             fence.purpose = if state.status == Status::Cancelling {
                 FencePurpose::Cancel

@@ -249,6 +249,8 @@ impl World {
             incarnation,
             until_ms: self.now + self.config.task_lease_ms,
         };
+        let replaced = self.db.task(task).lease;
+        self.touched.leases.push((task, replaced));
         self.db.set_lease(task, Some(lease));
     }
 
