@@ -174,10 +174,9 @@ fn outcome_of(
     {
         return Outcome::Seen;
     }
-    let quiet = child
-        .menu()
-        .is_empty()
-        .then(|| child.convergence_failures());
+    // No wake but housekeeping queued: the menu is empty (asked without
+    // listing it).
+    let quiet = (child.pending() == 0).then(|| child.convergence_failures());
     Outcome::Fresh {
         fingerprint,
         world: child,

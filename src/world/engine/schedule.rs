@@ -130,7 +130,7 @@ impl Ord for Queued {
 /// millisecond is in the window, and the far wakes of a millisecond move
 /// into its bucket the moment it enters the window, before anything else
 /// can be queued for it, so each bucket stays in sequence order.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Schedule {
     near: Vec<VecDeque<Wake>>,
     /// Bit `i`: bucket `i` is not empty.
@@ -141,6 +141,27 @@ pub struct Schedule {
     /// Wakes queued so far: each one's place among wakes due at the same
     /// time.
     sequence: u64,
+}
+
+/// A copy copies the occupied buckets only (the model checker copies a
+/// world at every branch; most of the 64 buckets are empty).
+impl Clone for Schedule {
+    fn clone(&self) -> Schedule {
+        let mut near: Vec<VecDeque<Wake>> = (0..WINDOW).map(|_| VecDeque::new()).collect();
+        let mut occupied = self.occupied;
+        while occupied != 0 {
+            let bucket = occupied.trailing_zeros() as usize;
+            occupied &= occupied - 1;
+            near[bucket] = self.near[bucket].clone();
+        }
+        Schedule {
+            near,
+            occupied: self.occupied,
+            start: self.start,
+            far: self.far.clone(),
+            sequence: self.sequence,
+        }
+    }
 }
 
 impl Default for Schedule {
@@ -214,7 +235,11 @@ impl Schedule {
     /// return them (the model checker's menu of what may happen next).
     pub fn entries(&self) -> Vec<(u64, Wake)> {
         let mut entries = Vec::new();
-        for offset in 0..WINDOW {
+        // The occupied buckets in window order, from `start`'s.
+        let mut occupied = self.occupied.rotate_right((self.start % WINDOW) as u32);
+        while occupied != 0 {
+            let offset = u64::from(occupied.trailing_zeros());
+            occupied &= occupied - 1;
             let at = self.start + offset;
             for wake in &self.near[(at % WINDOW) as usize] {
                 entries.push((at, *wake));
@@ -235,9 +260,13 @@ impl Schedule {
     pub fn take(&mut self, index: usize, now: u64) -> (u64, Wake) {
         let mut entries = self.entries();
         let taken = entries.remove(index);
-        let sequence = self.sequence;
-        *self = Schedule::default();
-        self.sequence = sequence;
+        // Emptied in place, keeping the buckets' buffers: the model
+        // checker takes a wake this way at every step it runs.
+        for bucket in &mut self.near {
+            bucket.clear();
+        }
+        self.occupied = 0;
+        self.far.clear();
         self.start = entries.first().map_or(now, |(at, _)| (*at).min(now));
         for (at, wake) in entries {
             self.push(at, wake);
