@@ -123,7 +123,7 @@ fn mutants_are_caught_and_their_counterexamples_replay() {
 fn threads_change_nothing_in_the_result() {
     use sim::faults::{FaultKind, Site};
     let happy = prepare(&load_scenario("happy-path"), true, None);
-    let mut crashes = options(2);
+    let mut crashes = options(1);
     crashes.kinds = vec![
         (Site::Crash, FaultKind::Crash),
         (Site::WorkerAck, FaultKind::AckLost),
