@@ -116,6 +116,38 @@ fn mutants_are_caught_and_their_counterexamples_replay() {
 }
 
 /// `--max-states` stops the search, says so, and is not a failure.
+/// `--jobs`: a level expanded on several threads gives what one thread
+/// gives, to the last count, the path of the counterexample and where a
+/// bound stopped the search.
+#[test]
+fn threads_change_nothing_in_the_result() {
+    use sim::faults::{FaultKind, Site};
+    let happy = prepare(&load_scenario("happy-path"), true, None);
+    let mut crashes = options(1);
+    crashes.kinds = vec![
+        (Site::Crash, FaultKind::Crash),
+        (Site::WorkerAck, FaultKind::AckLost),
+    ];
+    let mut bounded = options(1);
+    bounded.max_states = 300;
+    let mutant = prepare(&load_scenario("mutants/no-inbox-dedupe"), false, None);
+    for (world, bound) in [(&happy, crashes), (&happy, bounded), (&mutant, options(1))] {
+        let one = explore(initial_world(world), &bound);
+        for jobs in [2, 3] {
+            let many = explore(
+                initial_world(world),
+                &CheckOptions {
+                    jobs,
+                    ..bound.clone()
+                },
+            );
+            assert_eq!(many, one, "{jobs} threads");
+        }
+    }
+    let caught = explore(initial_world(&mutant), &options(1));
+    assert_eq!(caught.ended, Ended::Violation, "the mutant case finds one");
+}
+
 #[test]
 fn the_state_bound_stops_the_search_and_says_so() {
     let output = sim(&[

@@ -5,7 +5,7 @@
 //! `World::convergence_failures` on a drained world). The last test fails
 //! when an invariant is added without a `fires_*` test here.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::common::load_scenario;
 
@@ -117,7 +117,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         state: initial_state(Text::from(id.to_string())),
         key: Text::from(key),
         fingerprint: first.fingerprint,
-        input: Rc::clone(&first.input),
+        input: Arc::clone(&first.input),
         input_sha256: first.input_sha256,
         replay_of: None,
         created_ms: world.now,
@@ -345,7 +345,7 @@ fn fires_event_id_unique() {
     clean(&mut world, tasks(&[TASK]));
     let row = world.db.task_mut(TASK);
     let mut other = row.events.last().expect("events").clone();
-    Rc::make_mut(&mut other.event).event_id = Text::from("task-1:TaskCompleted:1:again");
+    Arc::make_mut(&mut other.event).event_id = Text::from("task-1:TaskCompleted:1:again");
     row.events.push(other);
     fires(&mut world, tasks(&[TASK]), "event-id-unique");
 }
@@ -449,7 +449,7 @@ fn fires_replay_matches_state() {
     let row = world.db.task_mut(TASK);
     let mut started = row.events[0].clone();
     assert!(matches!(started.event.body, EventBody::TaskStarted { .. }));
-    started.event = Rc::new(TaskEvent {
+    started.event = Arc::new(TaskEvent {
         event_id: Text::from("task-1:TaskStarted:2"),
         sequence: 3,
         ..(*started.event).clone()

@@ -7,6 +7,7 @@
 use crate::faults::FaultRates;
 use crate::mutants::Mutant;
 use crate::scenario::{Expect, Scenario};
+use crate::trace::Trace;
 use crate::world::World;
 
 /// The scenario a check of `scenario` explores.
@@ -26,6 +27,11 @@ pub fn prepare(scenario: &Scenario, keep_faults: bool, mutant: Option<Mutant>) -
 }
 
 /// The initial world of a prepared scenario.
+/// Its trace is silent (the last record only): nothing reads a checked
+/// world's trace past the step under way, and every copy of it would
+/// carry the ring of recent records.
 pub fn initial_world(prepared: &Scenario) -> World {
-    World::new(prepared.setup(), &FaultRates::none(), None)
+    let mut world = World::new(prepared.setup(), &FaultRates::none(), None);
+    world.trace = Trace::silent();
+    world
 }

@@ -31,8 +31,8 @@ pub struct CheckArgs {
     /// Unique states to keep, at most; the search stops there and says so
     #[arg(long, value_name = "N", default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub max_states: u64,
-    /// Threads (only 1 is implemented: a world shares text by `Rc` and cannot move between threads)
-    #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1))]
+    /// Threads expanding each breadth-first level (the result is the same with any number)
+    #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub jobs: u64,
     /// Switch off one protocol guard (see `sim mutants`)
     #[arg(long, value_parser = crate::cli::args::parse_mutant)]

@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::prng::{Prng, Stream};
 use crate::scenario::{DeadLetterRef, Request, RequestKind, Target};
@@ -89,13 +89,13 @@ const RECENT_MAX: usize = 64;
 #[derive(Clone, Debug)]
 struct Recent {
     key: Text,
-    input: Rc<Input>,
+    input: Arc<Input>,
 }
 
 /// A drawn input document. The workload knows its documents' shape, so it
 /// writes their canonical JSON (keys in order) directly instead of building
 /// a `serde_json::Value` and serializing it; a test holds the two equal.
-fn input_document(doc: u64, title: Option<u64>) -> Rc<Input> {
+fn input_document(doc: u64, title: Option<u64>) -> Arc<Input> {
     let mut canonical = String::with_capacity(64);
     canonical.push_str(r#"{"doc":"doc-"#);
     push_decimal(&mut canonical, doc);
@@ -158,7 +158,7 @@ impl Generator {
         }
     }
 
-    fn input(&mut self, poison: bool) -> Rc<Input> {
+    fn input(&mut self, poison: bool) -> Arc<Input> {
         let doc = self.rng.below(1_000_000);
         let title = (!poison).then(|| self.rng.below(100));
         input_document(doc, title)

@@ -3,12 +3,13 @@
 //! the same answer everywhere, so scenarios, fuzz, replay and the
 //! `sim transition` tool all share this one function.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Shared immutable text. Task ids, worker ids and hashes are created once and
 /// shared by the state row, the events, snapshots and read models, so a state
-/// clone costs reference-count bumps, not allocations.
-pub type Text = Rc<str>;
+/// clone costs reference-count bumps, not allocations. Counted atomically:
+/// `sim check --jobs` moves worlds between threads.
+pub type Text = Arc<str>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Status {

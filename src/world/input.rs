@@ -3,7 +3,7 @@
 //! parser and the fuzz workload generator both produce these types; the
 //! world names neither of them.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::config::Config;
 use crate::faults::ScriptedFault;
@@ -37,7 +37,7 @@ pub struct Observed<'a> {
 /// A source of requests drawn while the world runs (the fuzz workload).
 /// The world asks for the next request when the previous one's gap has
 /// passed, and stops asking when its workload is switched off.
-pub trait Workload {
+pub trait Workload: Send {
     /// The request to issue now, and the gap in virtual milliseconds until
     /// the next one. It may look at the world (replays name dead letters,
     /// outside producers copy and alter stored events).
@@ -77,7 +77,7 @@ pub enum RequestKind {
     /// request is cloned into the log and sent again on every retry.
     Create {
         key: Text,
-        input: Rc<Input>,
+        input: Arc<Input>,
     },
     Cancel {
         target: Target,

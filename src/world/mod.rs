@@ -12,7 +12,7 @@ pub mod truth;
 pub mod windows;
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::config::Config;
 use crate::faults::{FaultKind, FaultRates, Injector, Site};
@@ -195,7 +195,7 @@ pub struct World {
     next_delivery: u64,
     worker_names: Vec<Text>,
     /// What a compacted task's row points at instead of its input.
-    pub compacted_input: Rc<Input>,
+    pub compacted_input: Arc<Input>,
     /// Finished tasks whose retention ended while something still carried
     /// them (a broker entry, a delivery, a job): compacted at a later
     /// expiry, once nothing does, or they would keep their history, rows

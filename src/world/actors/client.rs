@@ -3,7 +3,7 @@
 //! timeout (a lost response looks the same). A client keeps the highest
 //! version of a task it has seen.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::hash::Sha;
 use crate::task::Text;
@@ -19,7 +19,7 @@ mod steps;
 pub enum ClientOp {
     Create {
         key: Text,
-        input: Rc<Input>,
+        input: Arc<Input>,
         fingerprint: Sha,
     },
     Cancel {

@@ -46,7 +46,7 @@ impl World {
             RequestKind::DeliverEvent { event } => {
                 self.begin(ActorId::OPERATOR, Verb::DeliverEvent);
                 let task = TaskId::parse(&event.task_id).unwrap_or(TaskId(u32::MAX));
-                let payload = Payload::Event(std::rc::Rc::new(event.clone()));
+                let payload = Payload::Event(std::sync::Arc::new(event.clone()));
                 let payload_sha256 = payload.sha256();
                 let delivery = Delivery {
                     entry: EntryId(0),

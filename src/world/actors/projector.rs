@@ -6,7 +6,7 @@
 //! applied. After a crash it rebuilds a task lazily from its latest verified
 //! snapshot, later events and the state row. It owns cache invalidation.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::hash::Sha;
 use crate::task::{TaskEvent, TaskState, Text};
@@ -97,9 +97,9 @@ enum Applied {
 }
 
 /// The delivered event, shared (a reference count, not a copy of its text).
-fn event_of(delivery: &Delivery) -> Rc<TaskEvent> {
+fn event_of(delivery: &Delivery) -> Arc<TaskEvent> {
     match &delivery.payload {
-        Payload::Event(event) => Rc::clone(event),
+        Payload::Event(event) => Arc::clone(event),
         Payload::Work { .. } => unreachable!("the projector only consumes task-events"),
     }
 }

@@ -106,7 +106,7 @@ const BLOCK: u64 = WINDOW / 2;
 /// one move for each, where a heap of them cost a sift down per pop (in a
 /// swarm campaign, 9.5% of the instructions not spent hashing went to the
 /// queue, 3.1% to the heap's pops alone).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Schedule {
     near: Vec<VecDeque<Wake>>,
     /// Bit `i`: bucket `i` is not empty.
@@ -120,6 +120,28 @@ pub struct Schedule {
     far: VecDeque<(u64, Vec<(u64, Wake)>)>,
     /// Emptied block lists, kept for reuse.
     spare: Vec<Vec<(u64, Wake)>>,
+}
+
+/// A copy copies the occupied buckets only (the model checker copies a
+/// world at every branch; most of the 64 buckets are empty).
+impl Clone for Schedule {
+    fn clone(&self) -> Schedule {
+        let mut near: Vec<VecDeque<Wake>> = (0..WINDOW).map(|_| VecDeque::new()).collect();
+        let mut occupied = self.occupied;
+        while occupied != 0 {
+            let bucket = occupied.trailing_zeros() as usize;
+            occupied &= occupied - 1;
+            near[bucket] = self.near[bucket].clone();
+        }
+        Schedule {
+            near,
+            occupied: self.occupied,
+            start: self.start,
+            base: self.base,
+            far: self.far.clone(),
+            spare: Vec::new(),
+        }
+    }
 }
 
 impl Default for Schedule {
@@ -224,7 +246,11 @@ impl Schedule {
     /// return them (the model checker's menu of what may happen next).
     pub fn entries(&self) -> Vec<(u64, Wake)> {
         let mut entries = Vec::new();
-        for offset in 0..WINDOW {
+        // The occupied buckets in window order, from `start`'s.
+        let mut occupied = self.occupied.rotate_right((self.start % WINDOW) as u32);
+        while occupied != 0 {
+            let offset = u64::from(occupied.trailing_zeros());
+            occupied &= occupied - 1;
             let at = self.start + offset;
             for wake in &self.near[(at % WINDOW) as usize] {
                 entries.push((at, *wake));
@@ -246,7 +272,16 @@ impl Schedule {
     pub fn take(&mut self, index: usize, now: u64) -> (u64, Wake) {
         let mut entries = self.entries();
         let taken = entries.remove(index);
-        *self = Schedule::default();
+        // Emptied in place, keeping the buckets' buffers: the model
+        // checker takes a wake this way at every step it runs.
+        for bucket in &mut self.near {
+            bucket.clear();
+        }
+        self.occupied = 0;
+        while let Some((_, mut list)) = self.far.pop_front() {
+            list.clear();
+            self.spare.push(list);
+        }
         self.start = entries.first().map_or(now, |(at, _)| (*at).min(now));
         self.base = self.start / BLOCK;
         for (at, wake) in entries {

@@ -16,7 +16,7 @@ const CHUNK: usize = 64;
 /// held 28 MB for 60,000 rows). Here a chunk is freed as soon as the front
 /// leaves it, and the back grows one chunk at a time. Slots past `len`
 /// are always `None`.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Slots<V> {
     chunks: VecDeque<Box<[Option<V>]>>,
     /// Where slot 0 is in `chunks[0]`.
@@ -27,13 +27,28 @@ pub struct Slots<V> {
     spare: Option<Box<[Option<V>]>>,
 }
 
+/// A copy holds the rows, not the spare chunk: the spare only spares an
+/// allocation, and the model checker copies a world at every branch.
+impl<V: Clone> Clone for Slots<V> {
+    fn clone(&self) -> Slots<V> {
+        Slots {
+            chunks: self.chunks.clone(),
+            head: self.head,
+            len: self.len,
+            spare: None,
+        }
+    }
+}
+
 /// The rows in slot order: two windows holding the same rows hash alike,
 /// however their chunks are laid out (the model checker's state identity).
 impl<V: std::hash::Hash> std::hash::Hash for Slots<V> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.len.hash(state);
-        for index in 0..self.len {
-            self.get(index).hash(state);
+        // A chunk at a time: the identity hashes every table of a world
+        // at every transition the model checker takes.
+        for slot in self.iter() {
+            Some(slot).hash(state);
         }
     }
 }

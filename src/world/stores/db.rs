@@ -5,7 +5,7 @@
 //! all. Unique constraints are enforced by the table layout (one row per key).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
@@ -36,7 +36,7 @@ pub struct Input {
 
 impl Input {
     /// An input document and what the pipeline derives from it.
-    pub fn of(value: &serde_json::Value) -> Rc<Input> {
+    pub fn of(value: &serde_json::Value) -> Arc<Input> {
         let handler_needed = if value.get("format").and_then(|f| f.as_str()) == Some("legacy-rtf") {
             2
         } else {
@@ -48,9 +48,9 @@ impl Input {
 
     /// An input whose canonical JSON the caller already wrote (the fuzz
     /// workload, which knows its documents' shape).
-    pub fn canonical(canonical: String, valid: bool, handler_needed: u64) -> Rc<Input> {
+    pub fn canonical(canonical: String, valid: bool, handler_needed: u64) -> Arc<Input> {
         let sha256 = crate::hash::sha256(canonical.as_bytes());
-        Rc::new(Input {
+        Arc::new(Input {
             canonical,
             valid,
             sha256,
@@ -139,7 +139,7 @@ pub enum Payload {
     },
     /// Shared: the outbox row, broker entries, deliveries and dead letters
     /// carry the same event, so a copy of a payload is a reference count.
-    Event(Rc<TaskEvent>),
+    Event(Arc<TaskEvent>),
 }
 
 impl Payload {
@@ -200,7 +200,7 @@ impl Payload {
             }
             // Same event id, task and sequence; one field of the body
             // altered, as a buggy or hostile hop would.
-            Payload::Event(event) => Payload::Event(Rc::new(event.altered())),
+            Payload::Event(event) => Payload::Event(Arc::new(event.altered())),
         }
     }
 }
@@ -383,7 +383,7 @@ pub struct Lease {
 #[derive(Clone, Debug, Hash)]
 pub struct StoredEvent {
     /// Shared with the event's outbox row (and deliveries of it).
-    pub event: Rc<TaskEvent>,
+    pub event: Arc<TaskEvent>,
     pub payload_sha256: Sha,
     pub evidence: Evidence,
     pub appended_ms: u64,
@@ -405,7 +405,7 @@ pub struct TaskRow {
     pub state: TaskState,
     pub key: Text,
     pub fingerprint: Sha,
-    pub input: Rc<Input>,
+    pub input: Arc<Input>,
     /// The input's hash, kept after compaction drops the input.
     pub input_sha256: Sha,
     pub replay_of: Option<DeadLetterId>,

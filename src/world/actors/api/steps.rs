@@ -16,7 +16,7 @@ use crate::world::stores::db::{
     Answer, IdempotencyRecord, Input, OutboxRow, Payload, RecordState, TaskRow, Topic, WorkKind,
 };
 use crate::world::stores::events::{Command, CommandOutcome};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::*;
 
@@ -204,7 +204,7 @@ impl World {
         &mut self,
         intent: Option<IntentId>,
         key: &Text,
-        input: &Rc<Input>,
+        input: &Arc<Input>,
         fingerprint: Sha,
     ) -> Option<ApiPhase> {
         self.rec.hash = Some(fingerprint);
@@ -303,7 +303,7 @@ impl World {
 
     /// A new key: conditional quota decrement, then record + task + outbox
     /// row, or a recorded refusal.
-    fn insert_new(&mut self, key: &Text, input: &Rc<Input>, fingerprint: Sha) -> Answer {
+    fn insert_new(&mut self, key: &Text, input: &Arc<Input>, fingerprint: Sha) -> Answer {
         if self.db.quota_remaining == 0 {
             let answer = Answer::Refused("QUOTA_EXCEEDED");
             self.insert_record(key, fingerprint, RecordState::FailedFinal, answer);
@@ -355,7 +355,7 @@ impl World {
     pub(in crate::world) fn insert_task(
         &mut self,
         key: &Text,
-        input: &Rc<Input>,
+        input: &Arc<Input>,
         fingerprint: Sha,
         replay_of: Option<DeadLetterId>,
         write_outbox: bool,
@@ -441,7 +441,7 @@ impl World {
         &mut self,
         intent: Option<IntentId>,
         key: &Text,
-        input: &Rc<Input>,
+        input: &Arc<Input>,
         fingerprint: Sha,
     ) -> Option<ApiPhase> {
         if self.commit_fault() == Some(false) {
@@ -467,7 +467,7 @@ impl World {
         &mut self,
         intent: Option<IntentId>,
         key: &Text,
-        input: &Rc<Input>,
+        input: &Arc<Input>,
         fingerprint: Sha,
         remaining: u64,
     ) -> Option<ApiPhase> {
@@ -510,7 +510,7 @@ impl World {
 
     /// `publish-*-commit`: the API hands the message to the broker itself,
     /// under an id no outbox row has.
-    fn publish_direct(&mut self, task: TaskId, input: &Rc<Input>) {
+    fn publish_direct(&mut self, task: TaskId, input: &Arc<Input>) {
         let payload = Payload::Work {
             kind: WorkKind::TaskCreated,
             task,

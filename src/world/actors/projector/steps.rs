@@ -12,7 +12,7 @@ use crate::world::engine::step::Verb;
 use crate::world::stores::broker::Delivery;
 use crate::world::stores::db::ReviewReason;
 use crate::world::windows::Component;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::*;
 
@@ -397,13 +397,13 @@ impl World {
             .models
             .get(task)
             .map_or(0, |model| model.state.version);
-        let missing: Vec<(Rc<TaskEvent>, Sha)> = self
+        let missing: Vec<(Arc<TaskEvent>, Sha)> = self
             .db
             .task(task)
             .events
             .iter()
             .filter(|stored| stored.event.sequence > version && stored.event.sequence <= through)
-            .map(|stored| (Rc::clone(&stored.event), stored.payload_sha256))
+            .map(|stored| (Arc::clone(&stored.event), stored.payload_sha256))
             .collect();
         self.rec.outcome = "refetched";
         for (event, sha) in missing {
@@ -420,10 +420,10 @@ impl World {
         let row = self.db.task(task);
         let row_state = row.state.clone();
         // Shared, not copied: `report_snapshot` below needs `&mut self`.
-        let events: Vec<Rc<TaskEvent>> = row
+        let events: Vec<Arc<TaskEvent>> = row
             .events
             .iter()
-            .map(|stored| Rc::clone(&stored.event))
+            .map(|stored| Arc::clone(&stored.event))
             .collect();
         let applied: Vec<(Text, Sha)> = row
             .events

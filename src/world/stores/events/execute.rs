@@ -12,7 +12,7 @@ use crate::task::{
 use crate::world::World;
 use crate::world::engine::ids::{OutboxId, TaskId, TextBuf};
 use crate::world::stores::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::*;
 
@@ -221,8 +221,8 @@ impl World {
             self.sometimes("completion-won-cancellation-race");
         }
         let sequence = event.sequence;
-        let event = Rc::new(event);
-        self.insert_event_row(task, Rc::clone(&event), payload_sha256);
+        let event = Arc::new(event);
+        self.insert_event_row(task, Arc::clone(&event), payload_sha256);
         let row = self.db.task_mut(task);
         crate::world::stores::db::push_sized(
             &mut row.events,
@@ -262,7 +262,7 @@ impl World {
     pub(in crate::world) fn insert_event_row(
         &mut self,
         task: TaskId,
-        event: Rc<TaskEvent>,
+        event: Arc<TaskEvent>,
         payload_sha256: Sha,
     ) -> OutboxId {
         let id = self.db.next_outbox_id();
