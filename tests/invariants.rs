@@ -1050,6 +1050,19 @@ fn fires_converges() {
             .any(|f| f.contains("the cache shows task-1 running/v1")),
         "converges: {failures:?}"
     );
+    // The same view of a task in manual review (its event dead-lettered
+    // past its re-drives): the review owns what is left behind.
+    world.db.review(
+        Some(TASK),
+        ReviewReason::DeadLettered,
+        "outbox-3".to_string(),
+        world.now,
+    );
+    let failures = world.convergence_failures();
+    assert!(
+        !failures.iter().any(|f| f.contains("the cache shows")),
+        "converges: {failures:?}"
+    );
 }
 
 #[test]

@@ -699,6 +699,15 @@ impl Db {
         &self.manual_review
     }
 
+    /// Whether `task` is in manual review for `reason`.
+    pub fn in_review_for(&self, task: TaskId, reason: ReviewReason) -> bool {
+        let from = (Some(task), reason, String::new());
+        self.review_index
+            .range(from..)
+            .next()
+            .is_some_and(|(t, r, _)| *t == Some(task) && *r == reason)
+    }
+
     pub fn in_review(&self, task: TaskId) -> bool {
         let from = (Some(task), ReviewReason::ALL[0], String::new());
         self.review_index
