@@ -165,11 +165,9 @@ impl World {
             // The delivered event is now old news or next in line, unless
             // the store does not hold it: then the rebuilt model is all
             // there is to know.
-            match self.stored_as(task, &event, payload_sha256) {
-                refused if self.would_take(task, &event, refused) => {
-                    self.refuse(task, &event, refused);
-                }
-                _ => {
+            match self.refusal(task, &event, payload_sha256) {
+                Some(refused) => self.refuse(task, &event, refused),
+                None => {
                     let _ = self.apply_to_model(task, &event, payload_sha256);
                 }
             }
@@ -180,8 +178,7 @@ impl World {
         self.rec.task = Some(task);
         self.rec.version = Some(event.sequence);
         self.rec.hash = Some(payload_sha256);
-        let stored = self.stored_as(task, &event, payload_sha256);
-        if stored != Stored::Same && self.would_take(task, &event, stored) {
+        if let Some(stored) = self.refusal(task, &event, payload_sha256) {
             // Not the fact the event store holds at that sequence: a copy
             // altered on its way, or an event no producer of this pipeline
             // committed. Never applied; the model takes the stored events
@@ -241,21 +238,22 @@ impl World {
         }
     }
 
-    /// Whether the event must be refused before the model judges it: an
-    /// id the store holds with another payload always is; an event the
-    /// store does not hold is when the model would take it (its sequence
-    /// is past the model's), while at an old sequence the model already
-    /// calls it a duplicate or a history conflict, as lesson 003 §7 does.
-    fn would_take(&self, task: TaskId, event: &TaskEvent, stored: Stored) -> bool {
+    /// Why the event must be refused before the model judges it, if it
+    /// must: an id the store holds with another payload always is; an
+    /// event the store does not hold is when the model would take it (its
+    /// sequence is past the model's), while at an old sequence the model
+    /// already calls it a duplicate or a history conflict, as lesson 003
+    /// §7 does.
+    fn refusal(&self, task: TaskId, event: &TaskEvent, payload_sha256: Sha) -> Option<Stored> {
         let version = self
             .projector
             .models
             .get(task)
             .map_or(0, |model| model.state.version);
-        match stored {
-            Stored::Same => false,
-            Stored::AnotherPayload => true,
-            Stored::Absent => event.sequence > version,
+        match self.stored_as(task, event, payload_sha256) {
+            Stored::Same => None,
+            Stored::AnotherPayload => Some(Stored::AnotherPayload),
+            Stored::Absent => (event.sequence > version).then_some(Stored::Absent),
         }
     }
 
