@@ -371,6 +371,24 @@ pub struct LedgerRow {
     pub fenced_by: Option<ActorId>,
 }
 
+impl LedgerRow {
+    /// A compensation's own row, started before its first hide call: the
+    /// artifact's token with the compensation kind.
+    pub fn started_compensation(artifact: Token, request_sha256: Sha) -> LedgerRow {
+        LedgerRow {
+            token: Token {
+                kind: EffectKind::Compensation,
+                ..artifact
+            },
+            state: EffectState::Started,
+            request_sha256,
+            observed_sha256: None,
+            error_code: None,
+            fenced_by: None,
+        }
+    }
+}
+
 /// An attempt's lease, renewed by the worker's transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lease {
@@ -378,6 +396,14 @@ pub struct Lease {
     pub holder: ActorId,
     pub incarnation: u32,
     pub until_ms: u64,
+}
+
+impl Lease {
+    /// Live at `now` and held by someone other than `holder`'s
+    /// `incarnation`: not to be taken (lesson 003's fencing).
+    pub fn held_by_other(&self, now: u64, holder: ActorId, incarnation: u32) -> bool {
+        self.until_ms > now && (self.holder, self.incarnation) != (holder, incarnation)
+    }
 }
 
 #[derive(Clone, Debug, Hash)]

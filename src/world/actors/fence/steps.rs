@@ -4,7 +4,7 @@ use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::worker::StoreRead;
 use crate::world::engine::ids::ActorId;
-use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, Token, WorkKind};
+use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, WorkKind};
 use crate::world::stores::events::{Command, CommandOutcome};
 use crate::world::stores::store::Observed;
 
@@ -53,10 +53,8 @@ impl World {
         // fresh lease on the attempt in between (a redelivery meeting a
         // cancelling task), and a live lease is never taken.
         let now = self.now;
-        let held_elsewhere = self.db.task(fence.task).lease.is_some_and(|lease| {
-            lease.until_ms > now && (lease.holder, lease.incarnation) != (actor, incarnation)
-        });
-        if held_elsewhere {
+        let lease = self.db.task(fence.task).lease;
+        if lease.is_some_and(|lease| lease.held_by_other(now, actor, incarnation)) {
             self.rec.outcome = "lease-held";
             self.sometimes("fence-found-lease-renewed");
             return FenceProgress::Abort("lease-held");
@@ -244,21 +242,11 @@ impl World {
     /// that found its artifact corrupt wrote this row itself; the resolving
     /// transaction settles it once the hide was read back.
     fn plan_compensation(&mut self, fence: &Fence) {
-        let token = Token {
-            kind: EffectKind::Compensation,
-            ..fence.token()
-        };
         let request_sha256 = self.expected_sha(fence).unwrap_or([0; 32]);
+        let compensation = LedgerRow::started_compensation(fence.token(), request_sha256);
         let row = self.db.task_mut(fence.task);
-        if row.effect(token).is_none() {
-            row.effects.push(LedgerRow {
-                token,
-                state: EffectState::Started,
-                request_sha256,
-                observed_sha256: None,
-                error_code: None,
-                fenced_by: None,
-            });
+        if row.effect(compensation.token).is_none() {
+            row.effects.push(compensation);
             self.sometimes("fence-compensation-planned");
         }
     }

@@ -331,19 +331,9 @@ impl World {
         }
         ledger.state = EffectState::CompensationRequired;
         ledger.error_code = Some("ARTIFACT_HASH_MISMATCH");
-        let compensation = Token {
-            kind: EffectKind::Compensation,
-            ..token
-        };
         let request_sha256 = ledger.request_sha256;
-        row.effects.push(LedgerRow {
-            token: compensation,
-            state: EffectState::Started,
-            request_sha256,
-            observed_sha256: None,
-            error_code: None,
-            fenced_by: None,
-        });
+        row.effects
+            .push(LedgerRow::started_compensation(token, request_sha256));
         self.rec.outcome = "compensation_required";
         if self.mutant == Some(Mutant::NoCompensation) {
             return Step::Next(WorkerPhase::Fail, self.latency());

@@ -107,8 +107,8 @@ impl World {
         self.rec.version = Some(state.version);
         let attempt = i64::from(job.attempt);
         let lease = self.db.task(job.task).lease;
-        let lease_held_elsewhere = lease
-            .is_some_and(|l| l.until_ms > now && (l.holder, l.incarnation) != (actor, incarnation));
+        let lease_held_elsewhere =
+            lease.is_some_and(|lease| lease.held_by_other(now, actor, incarnation));
         match state.status {
             Status::Queued if state.attempt + 1 == attempt => {
                 self.rec.outcome = "start";
