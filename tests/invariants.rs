@@ -14,7 +14,7 @@ use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
 use sim::task::{EventBody, Status, TaskEvent, Text, initial_state};
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
-use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, TaskId};
+use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, SignalId, TaskId};
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
@@ -1228,4 +1228,131 @@ fn fires_lease_never_taken_live() {
     };
     let touched = granted(&mut world, worker, restarted);
     fires(&mut world, touched, "lease-never-taken-live");
+}
+
+/// A step in which the append API answered `answer` to an outside `event`.
+fn appended(event: &TaskEvent, answer: &'static str) -> Touched {
+    Touched {
+        appends: vec![(event.clone(), answer)],
+        ..Touched::default()
+    }
+}
+
+#[test]
+fn fires_append_answered_truly() {
+    let mut world = happy();
+    let started = TaskEvent::clone(&world.db.task(TASK).events[0].event);
+    assert!(matches!(
+        started.body,
+        EventBody::TaskStarted { attempt: 1, .. }
+    ));
+    // The stored event again: a duplicate (or the step that committed it).
+    for answer in ["duplicate", "committed"] {
+        clean(&mut world, appended(&started, answer));
+    }
+    // Another payload under its id: a conflict, never a duplicate.
+    let altered = started.altered();
+    clean(&mut world, appended(&altered, "EVENT_ID_PAYLOAD_CONFLICT"));
+    fires(
+        &mut world,
+        appended(&altered, "duplicate"),
+        "append-answered-truly",
+    );
+    fires(
+        &mut world,
+        appended(&started, "EVENT_ID_PAYLOAD_CONFLICT"),
+        "append-answered-truly",
+    );
+    // A stored id is never refused as if it were new.
+    fires(
+        &mut world,
+        appended(&started, "ILLEGAL_TRANSITION"),
+        "append-answered-truly",
+    );
+    // A new id: refused by the state machine or by its semantic key, never
+    // a duplicate, a conflict, or committed without being stored.
+    let fresh = TaskEvent {
+        event_id: Text::from("outside-1"),
+        ..started.clone()
+    };
+    clean(&mut world, appended(&fresh, "ILLEGAL_TRANSITION"));
+    clean(&mut world, appended(&fresh, "SEMANTIC_KEY_CONFLICT"));
+    for answer in ["duplicate", "EVENT_ID_PAYLOAD_CONFLICT", "committed"] {
+        fires(
+            &mut world,
+            appended(&fresh, answer),
+            "append-answered-truly",
+        );
+    }
+    // The semantic key is (type, attempt): attempt 7 was never started.
+    let seventh = TaskEvent {
+        body: match started.body.clone() {
+            EventBody::TaskStarted {
+                worker_id,
+                lease_until_epoch_ms,
+                ..
+            } => EventBody::TaskStarted {
+                attempt: 7,
+                worker_id,
+                lease_until_epoch_ms,
+            },
+            _ => unreachable!("checked above"),
+        },
+        ..fresh.clone()
+    };
+    clean(&mut world, appended(&seventh, "ILLEGAL_TRANSITION"));
+    fires(
+        &mut world,
+        appended(&seventh, "SEMANTIC_KEY_CONFLICT"),
+        "append-answered-truly",
+    );
+    // A task that does not exist, and one that does.
+    let elsewhere = TaskEvent {
+        task_id: Text::from("task-99"),
+        ..fresh.clone()
+    };
+    clean(&mut world, appended(&elsewhere, "TASK_NOT_FOUND"));
+    fires(
+        &mut world,
+        appended(&elsewhere, "duplicate"),
+        "append-answered-truly",
+    );
+    fires(
+        &mut world,
+        appended(&fresh, "TASK_NOT_FOUND"),
+        "append-answered-truly",
+    );
+}
+
+#[test]
+fn fires_cancel_acknowledged_durable() {
+    let mut world = drained(&load_scenario("cancel-complete-race-cancel-wins"));
+    let (task, signal) = world
+        .db
+        .tasks
+        .iter()
+        .find_map(|row| {
+            row.events
+                .iter()
+                .find_map(|stored| match &stored.event.body {
+                    EventBody::CancellationRequested { signal_id, .. } => {
+                        Some((row.id, SignalId::parse(signal_id).expect("a sig-N id")))
+                    }
+                    _ => None,
+                })
+        })
+        .expect("the scenario cancels a task");
+    let acknowledged = |task: TaskId, signal: SignalId| Touched {
+        cancels: vec![(task, signal)],
+        ..Touched::default()
+    };
+    clean(&mut world, acknowledged(task, signal));
+    // A second cancel with its own signal, acknowledged as if the first
+    // one's request were its own.
+    let other = SignalId(signal.0 + 100);
+    fires(
+        &mut world,
+        acknowledged(task, other),
+        "cancel-acknowledged-durable",
+    );
 }

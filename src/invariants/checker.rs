@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 mod checks;
 mod converges;
 mod retention;
+mod told;
 
 /// What the checker remembers of one task between steps. Its status and
 /// version are its replay's, and the events it has seen are one per entry

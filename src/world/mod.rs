@@ -63,6 +63,11 @@ pub struct Touched {
     pub inbox: Vec<ids::OutboxId>,
     /// Leases granted, with the lease each replaced.
     pub leases: Vec<(TaskId, Option<db::Lease>)>,
+    /// Events appended from outside the pipeline, with the append API's
+    /// answer: judged against the events the store holds afterwards.
+    pub appends: Vec<(crate::task::TaskEvent, &'static str)>,
+    /// Cancels an API acknowledged: the task and the request's signal.
+    pub cancels: Vec<(TaskId, ids::SignalId)>,
 }
 
 /// `$each` applied to every list of a `Touched`, as an array of the
@@ -72,7 +77,8 @@ pub struct Touched {
 macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
-            projection created answers deliveries delivered inbox leases)
+            projection created answers deliveries delivered inbox leases appends
+            cancels)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

@@ -106,6 +106,13 @@ impl World {
             }
         }
         check_each!(leases, |(task, replaced)| self.check_lease(task, replaced));
+        // After the task checks, which bring the checker's map of event
+        // ids up to date with this step's appends.
+        for index in 0..self.touched.appends.len() {
+            let (event, answer) = &self.touched.appends[index];
+            check!(self.check_append(event, answer));
+        }
+        check_each!(cancels, |(task, signal)| self.check_cancel(task, signal));
         check_each!(deliveries, |touch| self.check_delivery(&touch));
         check_each!(delivered, |(entry, count)| self
             .check_delivered(entry, count));

@@ -41,6 +41,7 @@ impl World {
                 if self.commit_fault() != Some(false) {
                     let outcome = self.append_external(event.clone());
                     self.rec.outcome = outcome;
+                    self.touched.appends.push((event.clone(), outcome));
                 }
             }
             RequestKind::DeliverEvent { event } => {

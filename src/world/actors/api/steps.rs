@@ -597,6 +597,9 @@ impl World {
         if self.crash_now.is_some() {
             return None;
         }
+        if response.is_ok() {
+            self.touched.cancels.push((task, signal));
+        }
         Some(ApiPhase::Respond(Response::Cancel(response)))
     }
 

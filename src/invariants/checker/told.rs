@@ -1,0 +1,127 @@
+//! What the pipeline told a caller about an event, judged against the
+//! events the store holds after the step: `append-answered-truly` (the
+//! append API's answer to an outside producer) and `cancel-acknowledged-
+//! durable` (a cancel an API acknowledged). Each is read by the checker's
+//! own rule, by comparing whole events, not through the store's payload
+//! hash or semantic-key helpers, which are what it checks.
+
+use crate::task::{EventBody, TaskEvent, Text};
+use crate::world::World;
+use crate::world::engine::ids::{SignalId, TaskId};
+use crate::world::stores::db::StoredEvent;
+
+use super::{Fired, head_of};
+
+impl World {
+    /// The stored event with `id`, in whichever task holds it: the task
+    /// its id names, or the owner the checker's map of ids that do not
+    /// name their task records.
+    fn held_event(&self, id: &Text) -> Option<&StoredEvent> {
+        let find = |task: TaskId| {
+            self.db.find_task(task).and_then(|row| {
+                row.events
+                    .iter()
+                    .find(|stored| stored.event.event_id == *id)
+            })
+        };
+        let (head, colon) = head_of(id);
+        let named = if colon { TaskId::parse(head) } else { None };
+        named
+            .and_then(find)
+            .or_else(|| self.checker.event_ids.get(id).copied().and_then(find))
+    }
+
+    /// An outside append answered `answer`: a duplicate only of the same
+    /// event, a conflict only with another event under its id, committed
+    /// only when it is now stored, any refusal only of an id nobody holds,
+    /// and a semantic-key conflict only with a stored fact of the same
+    /// type, attempt and (for a cancellation) signal.
+    pub(super) fn check_append(&self, event: &TaskEvent, answer: &str) -> Result<(), Fired> {
+        let fired = |why: String| Fired {
+            invariant: "append-answered-truly",
+            message: format!("append of {} answered {answer}, but {why}", event.event_id),
+            entities: vec![event.task_id.to_string(), event.event_id.to_string()],
+        };
+        let task = TaskId::parse(&event.task_id).filter(|task| self.db.find_task(*task).is_some());
+        let Some(task) = task else {
+            return match answer {
+                "TASK_NOT_FOUND" => Ok(()),
+                _ => Err(fired(format!("no task {} exists", event.task_id))),
+            };
+        };
+        let held = self.held_event(&event.event_id);
+        let same = held.is_some_and(|stored| *stored.event == *event);
+        match answer {
+            "TASK_NOT_FOUND" => Err(fired(format!("{task} exists"))),
+            "committed" | "duplicate" if !same => Err(fired(match held {
+                Some(_) => "the store holds another event under that id".into(),
+                None => "the store does not hold it".into(),
+            })),
+            "committed" | "duplicate" => Ok(()),
+            "EVENT_ID_PAYLOAD_CONFLICT" if held.is_none() || same => Err(fired(match held {
+                Some(_) => "the store holds the same event".into(),
+                None => "no stored event has that id".into(),
+            })),
+            "EVENT_ID_PAYLOAD_CONFLICT" => Ok(()),
+            _ if held.is_some() => Err(fired(
+                "its id is stored: a duplicate or a conflict, not a refusal".into(),
+            )),
+            "SEMANTIC_KEY_CONFLICT" if !self.semantic_key_held(task, event) => Err(fired(format!(
+                "{task} holds no fact of that type, attempt and signal"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn semantic_key_held(&self, task: TaskId, event: &TaskEvent) -> bool {
+        let row = self.db.task(task);
+        let attempt = attempt_named(&event.body).unwrap_or(row.state.attempt);
+        let kind = event.event_type();
+        row.events.iter().any(|stored| {
+            stored.event.event_type() == kind
+                && stored.attempt == attempt
+                && signal(&stored.event.body) == signal(&event.body)
+        })
+    }
+
+    /// A cancel acknowledged to its client left its fact: the task holds a
+    /// cancellation request with the request's signal (its first commit,
+    /// or the one a retry of it found).
+    pub(super) fn check_cancel(&self, task: TaskId, signal_id: SignalId) -> Result<(), Fired> {
+        let wanted = signal_id.to_string();
+        let held = self.db.find_task(task).is_some_and(|row| {
+            row.events
+                .iter()
+                .any(|stored| signal(&stored.event.body) == Some(&*wanted))
+        });
+        if held {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "cancel-acknowledged-durable",
+            message: format!(
+                "a cancel of {task} with {wanted} was acknowledged, but {task} holds no cancellation request with that signal"
+            ),
+            entities: vec![task.to_string(), wanted],
+        })
+    }
+}
+
+/// The attempt an event's body names, if it names one.
+fn attempt_named(body: &EventBody) -> Option<i64> {
+    match body {
+        EventBody::TaskStarted { attempt, .. }
+        | EventBody::TaskCompleted { attempt, .. }
+        | EventBody::AttemptFailed { attempt, .. }
+        | EventBody::TaskFailed { attempt, .. } => Some(*attempt),
+        EventBody::CancellationRequested { .. } | EventBody::TaskCancelled { .. } => None,
+    }
+}
+
+/// A cancellation request's signal id.
+fn signal(body: &EventBody) -> Option<&str> {
+    match body {
+        EventBody::CancellationRequested { signal_id, .. } => Some(signal_id),
+        _ => None,
+    }
+}
