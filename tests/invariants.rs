@@ -12,7 +12,7 @@ use crate::common::load_scenario;
 use sim::invariants::INVARIANTS;
 use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
-use sim::task::{EventBody, Status, TaskEvent, Text, initial_state};
+use sim::task::{EventBody, EventType, Status, TaskEvent, Text, initial_state};
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
 use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, SignalId, TaskId};
 use sim::world::stores::broker::EntryState;
@@ -22,7 +22,7 @@ use sim::world::stores::db::{
     RecordState, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
-use sim::world::{Stepped, Touched, World};
+use sim::world::{Commit, Stepped, Touched, World};
 
 const TASK: TaskId = TaskId(1);
 
@@ -1355,4 +1355,70 @@ fn fires_cancel_acknowledged_durable() {
         acknowledged(task, other),
         "cancel-acknowledged-durable",
     );
+}
+
+#[test]
+fn fires_commit_respects_live_lease() {
+    let mut world = happy();
+    let worker = ActorId::new(ActorKind::Worker, 0);
+    let now = world.now;
+    let lease = Lease {
+        attempt: 1,
+        holder: worker,
+        incarnation: 1,
+        until_ms: now + 100,
+    };
+    let committed = |kind: EventType, lease: Option<Lease>| Touched {
+        commits: vec![Commit {
+            task: TASK,
+            kind,
+            attempt: 1,
+            actor: worker,
+            incarnation: 1,
+            lease,
+        }],
+        ..Touched::default()
+    };
+    // Under its own lease, live or run out; under another's that ran out
+    // (at this very millisecond, too), or none; and a start, which takes it.
+    let others = Lease {
+        holder: ActorId::RECONCILER,
+        ..lease
+    };
+    let ran_out = |lease: Lease| Lease {
+        until_ms: now,
+        ..lease
+    };
+    for held in [
+        Some(lease),
+        Some(ran_out(lease)),
+        Some(ran_out(others)),
+        None,
+    ] {
+        clean(&mut world, committed(EventType::TaskCompleted, held));
+    }
+    clean(&mut world, committed(EventType::TaskStarted, Some(others)));
+    // Under another holder's live lease, or another incarnation's.
+    let restarted = Lease {
+        incarnation: 2,
+        ..lease
+    };
+    for held in [others, restarted] {
+        fires(
+            &mut world,
+            committed(EventType::TaskCompleted, Some(held)),
+            "commit-respects-live-lease",
+        );
+    }
+    for kind in [
+        EventType::AttemptFailed,
+        EventType::TaskFailed,
+        EventType::TaskCancelled,
+    ] {
+        fires(
+            &mut world,
+            committed(kind, Some(others)),
+            "commit-respects-live-lease",
+        );
+    }
 }

@@ -109,6 +109,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
     },
     Invariant {
+        id: "commit-respects-live-lease",
+        statement: "a worker or a fence never completes, fails or cancels an attempt while another holder, or another incarnation of itself, has the task's lease unexpired",
+    },
+    Invariant {
         id: "append-answered-truly",
         statement: "the append API answers an outside event truly: duplicate only when the same event is stored under its id, a payload conflict only when another is, committed only when it is now stored, a refusal only for an id nobody holds, a semantic-key conflict only when a fact of the same type, attempt and signal is stored",
     },

@@ -68,6 +68,21 @@ pub struct Touched {
     pub appends: Vec<(crate::task::TaskEvent, &'static str)>,
     /// Cancels an API acknowledged: the task and the request's signal.
     pub cancels: Vec<(TaskId, ids::SignalId)>,
+    /// Events a lease-taking actor (a worker, a fence) committed: what it
+    /// committed, who it was, and the task's lease row when it committed.
+    pub commits: Vec<Commit>,
+}
+
+/// One event committed by a worker or a fence, with the lease row the
+/// transaction saw: judged by `commit-respects-live-lease`.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct Commit {
+    pub task: TaskId,
+    pub kind: crate::task::EventType,
+    pub attempt: i64,
+    pub actor: ActorId,
+    pub incarnation: u32,
+    pub lease: Option<db::Lease>,
 }
 
 /// `$each` applied to every list of a `Touched`, as an array of the
@@ -78,7 +93,7 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases appends
-            cancels)
+            cancels commits)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

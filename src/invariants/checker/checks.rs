@@ -113,6 +113,7 @@ impl World {
             check!(self.check_append(event, answer));
         }
         check_each!(cancels, |(task, signal)| self.check_cancel(task, signal));
+        check_each!(commits, |commit| self.check_commit(commit));
         check_each!(deliveries, |touch| self.check_delivery(&touch));
         check_each!(delivered, |(entry, count)| self
             .check_delivered(entry, count));

@@ -5,10 +5,10 @@
 //! own rule, by comparing whole events, not through the store's payload
 //! hash or semantic-key helpers, which are what it checks.
 
-use crate::task::{EventBody, TaskEvent, Text};
-use crate::world::World;
+use crate::task::{EventBody, EventType, TaskEvent, Text};
 use crate::world::engine::ids::{SignalId, TaskId};
 use crate::world::stores::db::StoredEvent;
+use crate::world::{Commit, World};
 
 use super::{Fired, head_of};
 
@@ -103,6 +103,47 @@ impl World {
                 "a cancel of {task} with {wanted} was acknowledged, but {task} holds no cancellation request with that signal"
             ),
             entities: vec![task.to_string(), wanted],
+        })
+    }
+}
+
+impl World {
+    /// A worker or a fence ends an attempt only while no one else holds
+    /// the task's lease (lesson 003's fencing): a holder that paused or was
+    /// slow past its lease, which another then took, must not complete,
+    /// fail or cancel the attempt under it. A lease that merely ran out,
+    /// untaken, does not stop its holder, as it would not stop a taker.
+    pub(super) fn check_commit(&self, commit: Commit) -> Result<(), Fired> {
+        let ends_attempt = matches!(
+            commit.kind,
+            EventType::TaskCompleted
+                | EventType::AttemptFailed
+                | EventType::TaskFailed
+                | EventType::TaskCancelled
+        );
+        let Some(lease) = commit.lease.filter(|_| ends_attempt) else {
+            return Ok(());
+        };
+        let theirs = (lease.holder, lease.incarnation) != (commit.actor, commit.incarnation);
+        if !theirs || lease.until_ms <= self.now {
+            return Ok(());
+        }
+        let why = format!(
+            "the lease {} (incarnation {}) holds until {} ms",
+            lease.holder, lease.incarnation, lease.until_ms
+        );
+        Err(Fired {
+            invariant: "commit-respects-live-lease",
+            message: format!(
+                "{} (incarnation {}) committed {} for attempt {} of {} at {} ms under {why}",
+                commit.actor,
+                commit.incarnation,
+                commit.kind.as_str(),
+                commit.attempt,
+                commit.task,
+                self.now
+            ),
+            entities: vec![commit.task.to_string()],
         })
     }
 }

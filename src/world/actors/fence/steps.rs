@@ -28,7 +28,7 @@ impl World {
             FencePhase::Read => self.fence_read(fence),
             FencePhase::Hide => self.fence_hide(fence),
             FencePhase::Check => self.fence_check(fence),
-            FencePhase::Resolve => self.fence_resolve(fence),
+            FencePhase::Resolve => self.fence_resolve(actor, fence, incarnation),
         }
     }
 
@@ -289,9 +289,24 @@ impl World {
 
     /// The settling transaction: the ledger row's final state and one
     /// command through the state machine.
-    fn fence_resolve(&mut self, fence: &mut Fence) -> FenceProgress {
+    fn fence_resolve(
+        &mut self,
+        actor: ActorId,
+        fence: &mut Fence,
+        incarnation: u32,
+    ) -> FenceProgress {
         if self.commit_fault() == Some(false) {
             return FenceProgress::Abort("crashed");
+        }
+        // The resolving transaction ends the attempt only while no one
+        // else holds its lease: a fence that paused or was slowed past the
+        // lease its claim took, and whose attempt a redelivered worker
+        // resumed meanwhile, gives up here; the next scan looks again.
+        let lease = self.db.task(fence.task).lease;
+        if lease.is_some_and(|lease| lease.held_by_other(self.now, actor, incarnation)) {
+            self.rec.outcome = "lease-lost";
+            self.sometimes("fence-lost-lease");
+            return FenceProgress::Abort("lease-lost");
         }
         let token = fence.token();
         let expected = self.expected_sha(fence);

@@ -99,6 +99,9 @@ impl World {
             Some(l) if l.state == EffectState::Verified => l.observed_sha256,
             _ => return self.let_go(job, "not-verified"),
         };
+        if self.lease_held_elsewhere(job) {
+            return self.let_go(job, "lease-lost");
+        }
         let artifact = match observed {
             Some(sha) => sha,
             None => self.expected_artifact(job.task).0,
@@ -170,6 +173,9 @@ impl World {
     pub(super) fn worker_fail_poison(&mut self, job: &mut Job, code: &'static str) -> Step {
         if self.commit_fault() == Some(false) {
             return Step::Done;
+        }
+        if self.lease_held_elsewhere(job) {
+            return self.let_go(job, "lease-lost");
         }
         let outcome = self.execute(
             job.task,

@@ -228,6 +228,16 @@ impl World {
         mine
     }
 
+    /// Whether another holder (or another incarnation of this worker) has
+    /// the task's lease, live: an attempt-ending commit is not made then. A
+    /// worker that paused past its lease leaves the attempt to whoever took
+    /// it over; one whose lease merely ran out, untaken, may still finish.
+    pub(super) fn lease_held_elsewhere(&self, job: &Job) -> bool {
+        let (actor, incarnation) = self.worker_holder();
+        let lease = self.db.task(job.task).lease;
+        lease.is_some_and(|l| l.held_by_other(self.now, actor, incarnation))
+    }
+
     /// The attempt's lease, held by this worker's incarnation.
     pub(super) fn lease_attempt(&mut self, job: &Job) {
         let (holder, incarnation) = self.worker_holder();

@@ -10,7 +10,7 @@ use crate::task::{
     EventBody, EventType, RejectReason, Status, TaskEvent, TaskState, Transition, transition,
 };
 use crate::world::World;
-use crate::world::engine::ids::{OutboxId, TaskId, TextBuf};
+use crate::world::engine::ids::{ActorKind, OutboxId, TaskId, TextBuf};
 use crate::world::stores::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
 use std::sync::Arc;
 
@@ -221,6 +221,17 @@ impl World {
             self.sometimes("completion-won-cancellation-race");
         }
         let sequence = event.sequence;
+        let actor = self.rec.actor;
+        if matches!(actor.kind, ActorKind::Worker | ActorKind::Reconciler) {
+            self.touched.commits.push(crate::world::Commit {
+                task,
+                kind: event.event_type(),
+                attempt,
+                actor,
+                incarnation: self.life(actor).incarnation,
+                lease: self.db.task(task).lease,
+            });
+        }
         let event = Arc::new(event);
         self.insert_event_row(task, Arc::clone(&event), payload_sha256);
         let row = self.db.task_mut(task);
