@@ -1422,3 +1422,38 @@ fn fires_commit_respects_live_lease() {
         );
     }
 }
+
+/// Inserts a copy of `task-1`'s outbox row `of` under a new id, as a
+/// re-drive would write one; `kind` renames a work row's event type.
+fn redriven(world: &mut World, of: OutboxId, kind: Option<&'static str>) {
+    let mut row = world.db.find_outbox(of).expect("the row").clone();
+    row.id = world.db.next_outbox_id();
+    row.published_ms = None;
+    if let Some(kind) = kind {
+        row.event_type = kind;
+    }
+    world.db.insert_outbox(row);
+}
+
+#[test]
+fn fires_within_budgets() {
+    let mut world = happy();
+    // task-1 ran attempt 1, with nothing re-driven.
+    world.config.attempts_max = 1;
+    world.config.redrive_max = 1;
+    clean(&mut world, tasks(&[TASK]));
+    // One re-drive of its work and one of its events are within budget;
+    // a second of either is not.
+    redriven(&mut world, OutboxId(1), Some("TaskRedriven"));
+    redriven(&mut world, OutboxId(2), None);
+    clean(&mut world, tasks(&[TASK]));
+    let mut work = world.clone();
+    redriven(&mut work, OutboxId(1), Some("TaskRedriven"));
+    fires(&mut work, tasks(&[TASK]), "within-budgets");
+    redriven(&mut world, OutboxId(2), None);
+    fires(&mut world, tasks(&[TASK]), "within-budgets");
+    // An attempt past attempts_max.
+    let mut world = happy();
+    world.config.attempts_max = 0;
+    fires(&mut world, tasks(&[TASK]), "within-budgets");
+}

@@ -11,6 +11,7 @@ use crate::world::engine::table::IdTable;
 use crate::world::stores::db::{Answer, Db, InboxState, ProcessResult};
 use std::collections::BTreeMap;
 
+mod budgets;
 mod checks;
 mod converges;
 mod retention;

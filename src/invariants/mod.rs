@@ -113,6 +113,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a worker or a fence never completes, fails or cancels an attempt while another holder, or another incarnation of itself, has the task's lease unexpired",
     },
     Invariant {
+        id: "within-budgets",
+        statement: "no task is started past attempts_max, and no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times",
+    },
+    Invariant {
         id: "append-answered-truly",
         statement: "the append API answers an outside event truly: duplicate only when the same event is stored under its id, a payload conflict only when another is, committed only when it is now stored, a refusal only for an id nobody holds, a semantic-key conflict only when a fact of the same type, attempt and signal is stored",
     },

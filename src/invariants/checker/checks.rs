@@ -94,6 +94,7 @@ impl World {
         check_each!(tasks, |task| self.check_task_events(task));
         check_each!(tokens, |token| self.check_token(token));
         check_each!(tasks, |task| self.check_artifacts(task));
+        check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
         // A task listed again is counted again but judged once: nothing
         // the check reads changes in between, so it would find the same.

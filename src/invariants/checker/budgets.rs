@@ -1,0 +1,59 @@
+//! `within-budgets`: the retry budgets of the configuration hold, counted
+//! from durable rows by the checker: no task is started past attempt
+//! `attempts_max`, and no task's work or events are re-driven more than
+//! `redrive_max` times (each re-drive is a fresh outbox row; the counters
+//! the reconciler keeps are what this checks, so they are not read).
+
+use std::collections::BTreeSet;
+
+use crate::world::World;
+use crate::world::engine::ids::TaskId;
+use crate::world::stores::db::{Topic, WorkKind};
+
+use super::Fired;
+
+impl World {
+    pub(super) fn check_budgets(&self, task: TaskId) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        let fired = |message: String| Fired {
+            invariant: "within-budgets",
+            message,
+            entities: vec![task.to_string()],
+        };
+        let attempts_max = self.config.attempts_max;
+        if row.state.attempt > attempts_max as i64 {
+            return Err(fired(format!(
+                "{task} runs attempt {} (attempts_max = {attempts_max})",
+                row.state.attempt
+            )));
+        }
+        let redrive_max = self.config.redrive_max;
+        let mut work_redrives = 0u64;
+        let mut event_rows = 0u64;
+        let mut versions = BTreeSet::new();
+        for id in &row.outbox_rows {
+            let Some(outbox) = self.db.find_outbox(*id) else {
+                continue;
+            };
+            match outbox.topic {
+                Topic::TaskWork if outbox.event_type == WorkKind::TaskRedrive.as_str() => {
+                    work_redrives += 1;
+                }
+                Topic::TaskWork => {}
+                Topic::TaskEvents => {
+                    event_rows += 1;
+                    versions.insert(outbox.aggregate_version);
+                }
+            }
+        }
+        let event_redrives = event_rows - versions.len() as u64;
+        for (what, count) in [("work", work_redrives), ("events", event_redrives)] {
+            if count > redrive_max {
+                return Err(fired(format!(
+                    "{task}'s {what} were re-driven {count} times (redrive_max = {redrive_max})"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
