@@ -442,20 +442,28 @@ fn fires_replay_matches_state() {
     world.db.task_mut(TASK).state.terminal_error_code = Some(Text::from("MADE_UP"));
     fires(&mut world, tasks(&[TASK]), "replay-matches-state");
 
-    // An event the state machine refuses (a start after completion) is
-    // appended with the version moved by one and the status kept.
-    let mut world = happy();
+    // A legal event (the running attempt fails for good) is appended with
+    // the version moved by one, but the state row still says running.
+    let mut world = stepped_until(&happy_path_with(""), |world| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| row.state.status == Status::Running)
+    });
     clean(&mut world, tasks(&[TASK]));
     let row = world.db.task_mut(TASK);
-    let mut started = row.events[0].clone();
-    assert!(matches!(started.event.body, EventBody::TaskStarted { .. }));
-    started.event = Arc::new(TaskEvent {
-        event_id: Text::from("task-1:TaskStarted:2"),
-        sequence: 3,
-        ..(*started.event).clone()
+    let mut failed = row.events[0].clone();
+    failed.event = Arc::new(TaskEvent {
+        event_id: Text::from("task-1:TaskFailed:1"),
+        sequence: 2,
+        body: EventBody::TaskFailed {
+            attempt: 1,
+            error_code: Text::from("MADE_UP"),
+        },
+        ..(*failed.event).clone()
     });
-    row.events.push(started);
-    row.state.version = 3;
+    row.events.push(failed);
+    row.state.version = 2;
     fires(&mut world, tasks(&[TASK]), "replay-matches-state");
 }
 
@@ -1456,4 +1464,57 @@ fn fires_within_budgets() {
     let mut world = happy();
     world.config.attempts_max = 0;
     fires(&mut world, tasks(&[TASK]), "within-budgets");
+}
+
+#[test]
+fn fires_lifecycle_legal() {
+    let running = |world: &World| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| row.state.status == Status::Running)
+    };
+    // task-1 running attempt 1 at v1; one event appended by hand, with the
+    // state row moved on as the event says.
+    let appended = |body: EventBody, status: Status| {
+        let mut world = stepped_until(&happy_path_with(""), running);
+        let row = &mut world.db.tasks[TASK.slot()];
+        let mut stored = row.events[0].clone();
+        let event = TaskEvent {
+            event_id: Text::from("task-1:by-hand"),
+            sequence: 2,
+            body,
+            ..TaskEvent::clone(&stored.event)
+        };
+        stored.event = Arc::new(event);
+        row.events.push(stored);
+        row.state.version = 2;
+        row.state.status = status;
+        world
+    };
+    let completed = |attempt| EventBody::TaskCompleted {
+        attempt,
+        artifact_sha256: Text::from("by-hand"),
+        artifact_verified: true,
+    };
+    // The table's row (the state row differs from the fold, which another
+    // invariant judges), then a completion of an attempt never started, an
+    // unverified one, and a confirmation of a cancellation never asked.
+    let mut world = appended(completed(1), Status::Completed);
+    assert_ne!(fired(&mut world, tasks(&[TASK])), Some("lifecycle-legal"));
+    let mut world = appended(completed(2), Status::Completed);
+    fires(&mut world, tasks(&[TASK]), "lifecycle-legal");
+    let unverified = EventBody::TaskCompleted {
+        attempt: 1,
+        artifact_sha256: Text::from("by-hand"),
+        artifact_verified: false,
+    };
+    let mut world = appended(unverified, Status::Completed);
+    fires(&mut world, tasks(&[TASK]), "lifecycle-legal");
+    let confirmed = EventBody::TaskCancelled {
+        stopped_at_sequence: 1,
+        effects_reconciled: true,
+    };
+    let mut world = appended(confirmed, Status::Cancelled);
+    fires(&mut world, tasks(&[TASK]), "lifecycle-legal");
 }

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 mod budgets;
 mod checks;
 mod converges;
+mod lifecycle;
 mod retention;
 mod told;
 
@@ -340,7 +341,42 @@ impl Checker {
         let start = history.len();
         for stored in fresh {
             let replay = history.last().expect("starts with the initial state");
-            match transition(replay, &stored.event, policy) {
+            let allowed = lifecycle::lesson_allows(replay, &stored.event, policy);
+            let verdict = transition(replay, &stored.event, policy);
+            // The table first: an event it refuses is judged illegal
+            // whatever the code under test folded it to.
+            let landed = match &verdict {
+                Transition::Accepted { next, .. } => Some((next.status, next.attempt)),
+                Transition::Rejected { .. } => None,
+            };
+            let illegal = match allowed {
+                Err(why) => Some(why.to_string()),
+                Ok(row) if landed.is_some_and(|landed| landed != row) => {
+                    let landed = landed.expect("checked");
+                    Some(format!(
+                        "it should lead to {} (attempt {}), not {} (attempt {})",
+                        row.0.as_str(),
+                        row.1,
+                        landed.0.as_str(),
+                        landed.1
+                    ))
+                }
+                Ok(_) => None,
+            };
+            if let Some(why) = illegal {
+                let from = replay.status.as_str();
+                history.truncate(start);
+                return Err(Fired {
+                    invariant: "lifecycle-legal",
+                    message: format!(
+                        "{task} holds {} ({}) from {from}: {why}",
+                        stored.event.event_id,
+                        stored.event.event_type().as_str()
+                    ),
+                    entities: vec![task.to_string(), stored.event.event_id.to_string()],
+                });
+            }
+            match verdict {
                 Transition::Accepted { next, .. } => history.push(next),
                 Transition::Rejected { reason } => {
                     history.truncate(start);

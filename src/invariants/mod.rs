@@ -113,6 +113,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a worker or a fence never completes, fails or cancels an attempt while another holder, or another incarnation of itself, has the task's lease unexpired",
     },
     Invariant {
+        id: "lifecycle-legal",
+        statement: "every accepted event is a row of lesson 003's state table from the status before it (a start names the next attempt; completions and failures the current one; a completion needs a verified artifact and, under cancel-wins, no pending cancellation; a cancel confirmation needs reconciled effects), and leads to the status and attempt that row names",
+    },
+    Invariant {
         id: "within-budgets",
         statement: "no task is started past attempts_max, and no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times",
     },
