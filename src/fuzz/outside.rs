@@ -3,7 +3,7 @@
 //! events for tasks that do not exist, appended through the event store
 //! (`append-event`) or handed straight to the projector (`deliver-event`).
 
-use crate::task::{EventBody, TaskEvent, Text};
+use crate::task::{EventBody, Status, TaskEvent, TaskState, Text};
 use crate::world::input::RequestKind;
 use crate::world::stores::db::{Db, StoredEvent};
 
@@ -11,7 +11,7 @@ use crate::world::stores::db::{Db, StoredEvent};
 /// holds so the workload stream never depends on it.
 #[derive(Clone, Copy, Debug)]
 pub struct Draws {
-    /// Which of the eight shapes below.
+    /// Which of the nine shapes below.
     pub shape: u64,
     /// Which task: an index into the task table, one or two past its end
     /// naming a task that does not exist (yet).
@@ -23,13 +23,13 @@ pub struct Draws {
 }
 
 /// How many shapes `outside_event` draws among.
-pub const SHAPES: u64 = 8;
+pub const SHAPES: u64 = 9;
 
 /// The request an outside producer sends, given the database as it is now.
 pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
     let index = draws.task % (db.tasks.len() as u64 + 2);
-    let (task_id, events, version): (Text, &[StoredEvent], i64) = match db.tasks.get(index as usize)
-    {
+    let row = db.tasks.get(index as usize);
+    let (task_id, events, version): (Text, &[StoredEvent], i64) = match row {
         Some(row) => (row.state.task_id.clone(), &row.events, row.state.version),
         None => (format!("task-{}", index + 1).into(), &[], 0),
     };
@@ -72,6 +72,86 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         // A forgery: the next sequence, which no producer committed.
         6 => deliver(cancellation(version + 1)),
         // The latest stored event again (a late duplicate).
-        _ => deliver(last.unwrap_or_else(|| cancellation(version + 1))),
+        7 => deliver(last.unwrap_or_else(|| cancellation(version + 1))),
+        // A fact the state table forbids, at the next sequence.
+        _ => append(match row {
+            Some(row) => TaskEvent {
+                event_id: format!("outside-{}", draws.serial).into(),
+                task_id,
+                sequence: version + 1,
+                body: forbidden(&row.state, draws.field),
+            },
+            None => cancellation(version + 1),
+        }),
     }
+}
+
+/// A body lesson 003's state table refuses on a task in `state`, whatever
+/// the cancel policy: a start of the wrong attempt or from the wrong
+/// status, a completion or failure naming another attempt or unverified,
+/// a retry naming the wrong next attempt, a cancel confirmation before a
+/// cancellation or with effects not reconciled. The event goes at the
+/// next sequence, so it meets exactly this state or is refused as old.
+fn forbidden(state: &TaskState, pick: u64) -> EventBody {
+    let attempt = state.attempt;
+    let started = |attempt| EventBody::TaskStarted {
+        attempt,
+        worker_id: Text::from("outside"),
+        lease_until_epoch_ms: 0,
+    };
+    let completed = |attempt, verified| EventBody::TaskCompleted {
+        attempt,
+        artifact_sha256: Text::from("outside"),
+        artifact_verified: verified,
+    };
+    let retried = |attempt, next_attempt| EventBody::AttemptFailed {
+        attempt,
+        error_code: Text::from("OUTSIDE"),
+        retryable: true,
+        next_attempt,
+    };
+    let failed = |attempt| EventBody::TaskFailed {
+        attempt,
+        error_code: Text::from("OUTSIDE"),
+    };
+    let cancelled = |reconciled| EventBody::TaskCancelled {
+        stopped_at_sequence: state.version,
+        effects_reconciled: reconciled,
+    };
+    let mut choices = match state.status {
+        Status::Queued => vec![
+            started(attempt + 2),
+            started(attempt),
+            completed(attempt, true),
+            retried(attempt, attempt + 1),
+            failed(attempt),
+            cancelled(true),
+        ],
+        Status::Running => vec![
+            started(attempt + 1),
+            completed(attempt + 1, true),
+            completed(attempt - 1, true),
+            completed(attempt, false),
+            retried(attempt, attempt + 2),
+            retried(attempt + 1, attempt + 2),
+            failed(attempt + 1),
+            cancelled(true),
+        ],
+        Status::Cancelling => vec![
+            started(attempt + 1),
+            completed(attempt + 1, true),
+            completed(attempt, false),
+            retried(attempt, attempt + 1),
+            failed(attempt - 1),
+            cancelled(false),
+        ],
+        Status::Completed | Status::Failed | Status::Cancelled => vec![
+            started(attempt + 1),
+            completed(attempt, true),
+            failed(attempt),
+            cancelled(true),
+        ],
+    };
+    let at = (pick % choices.len() as u64) as usize;
+    choices.swap_remove(at)
 }
