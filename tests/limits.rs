@@ -235,3 +235,44 @@ fn a_world_that_outgrows_its_bound_on_tasks_stops_and_says_why() {
         "{outcome:?}"
     );
 }
+
+/// Twenty creates behind one worker, issued in a fault phase of 60 steps;
+/// the backlog then takes about 460 drain steps to finish.
+fn backlog(drain_steps_max: u64) -> String {
+    let mut text = format!(
+        "name = \"backlog\"\nseed = 1\nsteps_max = 60\n\n[config]\nworkers = 1\ndrain_steps_max = {drain_steps_max}\n"
+    );
+    for n in 1..=20 {
+        text.push_str(&format!(
+            "\n[[requests]]\nat = 0\nkind = \"create\"\nkey = \"intent-{n:04}\"\ninput = {{ doc = \"doc-{n}\" }}\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn a_drain_still_making_progress_gets_more_steps_within_five_budgets() {
+    let ample = sim::scenario::parse::parse(&backlog(100_000), None).expect("valid");
+    let needed = execute(&ample, world_for(&ample), |_, _| {}).outcome;
+    assert!(needed.converged(), "{needed:?}");
+    // Past one budget of 100 steps, within five: it converges by the
+    // tenths it is given while tasks still finish.
+    assert!(
+        (100..500).contains(&needed.drain_steps),
+        "the backlog drains in {} steps",
+        needed.drain_steps
+    );
+    let scenario = sim::scenario::parse::parse(&backlog(100), None).expect("valid");
+    let outcome = execute(&scenario, world_for(&scenario), |_, _| {}).outcome;
+    assert!(outcome.converged(), "{outcome:?}");
+    assert_eq!(outcome.drain_steps, needed.drain_steps);
+    // With a budget so small that five of them are not enough, it is
+    // judged at five budgets, not before and not after.
+    let scenario = sim::scenario::parse::parse(&backlog(20), None).expect("valid");
+    let outcome = execute(&scenario, world_for(&scenario), |_, _| {}).outcome;
+    assert!(!outcome.converged());
+    assert_eq!(
+        outcome.drain_steps,
+        20 * sim::simulate::DRAIN_BUDGETS_WHILE_PROGRESSING
+    );
+}
