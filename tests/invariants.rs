@@ -1518,3 +1518,61 @@ fn fires_lifecycle_legal() {
     let mut world = appended(confirmed, Status::Cancelled);
     fires(&mut world, tasks(&[TASK]), "lifecycle-legal");
 }
+
+#[test]
+fn fires_inbox_result_truthful() {
+    use sim::world::stores::db::{InboxState, ProcessResult};
+    // task-1's work message registered, not yet finalized; the task's
+    // state row is then set by hand to what became of attempt 1.
+    let processing = stepped_until(&happy_path_with(""), |world| {
+        world
+            .db
+            .inbox
+            .get(OutboxId(1))
+            .is_some_and(|row| row.state == InboxState::Processing)
+    });
+    let finalized = |status: Status, result: ProcessResult| {
+        let mut world = processing.clone();
+        let state = &mut world.db.task_mut(TASK).state;
+        state.status = status;
+        state.attempt = 1;
+        let row = world.db.inbox.get_mut(OutboxId(1)).expect("the row");
+        row.state = InboxState::Completed;
+        row.result = Some(result);
+        let touched = Touched {
+            inbox: vec![OutboxId(1)],
+            ..Touched::default()
+        };
+        (world, touched)
+    };
+    let completed = |attempt| ProcessResult::Completed {
+        task: TASK,
+        attempt,
+    };
+    let superseded = ProcessResult::Superseded { task: TASK };
+    let failed = ProcessResult::Failed {
+        task: TASK,
+        code: "TASK_FAILED",
+    };
+    // What became of attempt 1: completed, or still running (a message the
+    // worker gave up on as superseded says nothing settled).
+    for (status, result) in [
+        (Status::Completed, completed(1)),
+        (Status::Running, superseded),
+        (Status::Failed, failed),
+    ] {
+        let (mut world, touched) = finalized(status, result);
+        clean(&mut world, touched);
+    }
+    // Completed under another attempt, or while the task runs; failed
+    // while it completed; superseded when its own attempt completed.
+    for (status, result) in [
+        (Status::Completed, completed(2)),
+        (Status::Running, completed(1)),
+        (Status::Completed, failed),
+        (Status::Completed, superseded),
+    ] {
+        let (mut world, touched) = finalized(status, result);
+        fires(&mut world, touched, "inbox-result-truthful");
+    }
+}

@@ -89,6 +89,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "an inbox row in a final state keeps its state and result: no later writer (a worker that outlived its inbox lease while another finished the message) rewrites them",
     },
     Invariant {
+        id: "inbox-result-truthful",
+        statement: "an inbox row that turns final records what became of its task: completed for the attempt the task completed with, failed for a failed task, cancelled for a cancelled one, superseded only when the task settled or moved on under another attempt",
+    },
+    Invariant {
         id: "duplicate-acked-with-first-result",
         statement: "a delivery whose id and hash match an inbox row in a final state is answered with the recorded result and an ack: no new effect, no failure, no nack",
     },

@@ -126,6 +126,7 @@ impl World {
         for index in 0..self.touched.inbox.len() {
             let message = self.touched.inbox[index];
             check!(self.check_inbox_final(message));
+            check!(self.check_inbox_result(message));
             self.mirror_inbox(message);
         }
         self.counters.invariant_checks += checks;

@@ -1,13 +1,15 @@
-//! What the pipeline told a caller about an event, judged against the
-//! events the store holds after the step: `append-answered-truly` (the
-//! append API's answer to an outside producer) and `cancel-acknowledged-
-//! durable` (a cancel an API acknowledged). Each is read by the checker's
+//! What the pipeline told a caller, judged against the durable state after
+//! the step: `append-answered-truly` (the append API's answer to an outside
+//! producer), `cancel-acknowledged-durable` (a cancel an API acknowledged),
+//! `inbox-result-truthful` (the result an inbox row records for every later
+//! duplicate) and `commit-respects-live-lease` (the lease row an
+//! attempt-ending commit saw). Each is read by the checker's
 //! own rule, by comparing whole events, not through the store's payload
 //! hash or semantic-key helpers, which are what it checks.
 
-use crate::task::{EventBody, EventType, TaskEvent, Text};
-use crate::world::engine::ids::{SignalId, TaskId};
-use crate::world::stores::db::StoredEvent;
+use crate::task::{EventBody, EventType, Status, TaskEvent, Text};
+use crate::world::engine::ids::{OutboxId, SignalId, TaskId};
+use crate::world::stores::db::{Payload, ProcessResult, StoredEvent};
 use crate::world::{Commit, World};
 
 use super::{Fired, head_of};
@@ -144,6 +146,64 @@ impl World {
                 self.now
             ),
             entities: vec![commit.task.to_string()],
+        })
+    }
+}
+
+impl World {
+    /// An inbox row that turns final records what became of its message's
+    /// task, as the task stands: `completed` for the attempt the task
+    /// completed with, `failed` for a failed task, `cancelled` for a
+    /// cancelled one, and `superseded` only when the task settled or moved
+    /// on under another attempt. A duplicate delivery is answered with
+    /// this record for ever, so a wrong one misinforms every later copy.
+    /// Judged before the checker's copy of the row is updated, once.
+    pub(super) fn check_inbox_result(&self, message: OutboxId) -> Result<(), Fired> {
+        let Some(row) = self.db.inbox.get(message) else {
+            return Ok(());
+        };
+        let was_final = self
+            .checker
+            .inbox
+            .get(message)
+            .is_some_and(|(_, state, _)| state.is_final());
+        let (Some(result), false) = (row.result, was_final) else {
+            return Ok(());
+        };
+        if !row.state.is_final() {
+            return Ok(());
+        }
+        let Some(Payload::Work { task, attempt, .. }) =
+            self.db.find_outbox(message).map(|outbox| &outbox.payload)
+        else {
+            return Ok(());
+        };
+        let Some(state) = self.db.find_task(*task).map(|row| &row.state) else {
+            return Ok(());
+        };
+        let ours = state.attempt == i64::from(*attempt);
+        let true_to_task = match result {
+            ProcessResult::Completed { attempt: named, .. } => {
+                state.status == Status::Completed && state.attempt == i64::from(named)
+            }
+            ProcessResult::Failed { .. } => state.status == Status::Failed,
+            ProcessResult::Cancelled { .. } => state.status == Status::Cancelled,
+            ProcessResult::Superseded { .. } => {
+                !(ours && matches!(state.status, Status::Completed | Status::Failed))
+            }
+        };
+        if true_to_task {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "inbox-result-truthful",
+            message: format!(
+                "the inbox row of {message} (attempt {attempt} of {task}) recorded {} while {task} is {} at attempt {}",
+                result.as_str(),
+                state.status.as_str(),
+                state.attempt
+            ),
+            entities: vec![message.to_string(), task.to_string()],
         })
     }
 }
