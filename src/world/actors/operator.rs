@@ -28,12 +28,15 @@ impl World {
                 self.begin(ActorId::OPERATOR, Verb::ReplayDeadLetter);
                 let asked = self.find_dead_letter(dead_letter);
                 self.replay_dead_letter(dead_letter);
-                // Ground truth: a replay of a dead letter that exists, not
-                // rolled back, is owed a task (judged by `converges`).
+                // The replay was owed a task from the moment it was asked
+                // for (`issue`); a transaction the fault injector rolled
+                // back owes none.
                 let rolled_back =
                     self.rec.fault == Some((Site::DbCommit, FaultKind::CrashBeforeCommit));
-                if let Some(id) = asked.filter(|_| !rolled_back) {
-                    self.replays_owed.push(id);
+                if let Some(id) = asked.filter(|_| rolled_back)
+                    && let Some(at) = self.replays_owed.iter().rposition(|owed| *owed == id)
+                {
+                    self.replays_owed.remove(at);
                 }
             }
             RequestKind::AppendEvent { event } => {
@@ -76,7 +79,10 @@ impl World {
         true
     }
 
-    fn find_dead_letter(&self, reference: &DeadLetterRef) -> Option<DeadLetterId> {
+    pub(in crate::world) fn find_dead_letter(
+        &self,
+        reference: &DeadLetterRef,
+    ) -> Option<DeadLetterId> {
         let letters = &self.broker.dead_letters;
         match reference {
             DeadLetterRef::Id(id) => letters.get(id.slot()).map(|letter| letter.id),

@@ -22,6 +22,15 @@ impl World {
             if let Some(answers) = &mut self.answers {
                 answers.issued(&request, self.now, None, false);
             }
+            // Ground truth, taken when the operator asks, not when its
+            // step runs: a replay of a dead letter that exists is owed a
+            // task (judged by `converges`), whatever the replay then does.
+            if let RequestKind::ReplayDeadLetter { dead_letter } = &request.kind
+                && self.workload_on
+                && let Some(id) = self.find_dead_letter(dead_letter)
+            {
+                self.replays_owed.push(id);
+            }
             return self.operator_step(&request.kind);
         }
         let client = request.client.min(self.clients.len() as u16 - 1);
