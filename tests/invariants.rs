@@ -1350,17 +1350,24 @@ fn fires_cancel_acknowledged_durable() {
                 })
         })
         .expect("the scenario cancels a task");
-    let acknowledged = |task: TaskId, signal: SignalId| Touched {
-        cancels: vec![(task, signal)],
+    let answered = |task: TaskId, signal: SignalId, acknowledged: bool| Touched {
+        cancels: vec![(task, signal, acknowledged)],
         ..Touched::default()
     };
-    clean(&mut world, acknowledged(task, signal));
-    // A second cancel with its own signal, acknowledged as if the first
-    // one's request were its own.
+    // The recorded cancel acknowledged (a retry finds it); another refused.
     let other = SignalId(signal.0 + 100);
+    clean(&mut world, answered(task, signal, true));
+    clean(&mut world, answered(task, other, false));
+    // A second cancel with its own signal, acknowledged as if the first
+    // one's request were its own; a retry of the recorded one refused.
     fires(
         &mut world,
-        acknowledged(task, other),
+        answered(task, other, true),
+        "cancel-acknowledged-durable",
+    );
+    fires(
+        &mut world,
+        answered(task, signal, false),
         "cancel-acknowledged-durable",
     );
 }

@@ -130,7 +130,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "cancel-acknowledged-durable",
-        statement: "a cancel an API acknowledged left its task a cancellation request carrying that request's signal",
+        statement: "a cancel an API acknowledged left its task a cancellation request carrying that request's signal, and a cancel it refused left none (a retry of a recorded cancel is acknowledged again)",
     },
     Invariant {
         id: "no-orphan-message",

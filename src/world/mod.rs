@@ -66,8 +66,9 @@ pub struct Touched {
     /// Events appended from outside the pipeline, with the append API's
     /// answer: judged against the events the store holds afterwards.
     pub appends: Vec<(crate::task::TaskEvent, &'static str)>,
-    /// Cancels an API acknowledged: the task and the request's signal.
-    pub cancels: Vec<(TaskId, ids::SignalId)>,
+    /// Cancels an API answered: the task, the request's signal, and
+    /// whether the answer acknowledged it.
+    pub cancels: Vec<(TaskId, ids::SignalId, bool)>,
     /// Events a lease-taking actor (a worker, a fence) committed: what it
     /// committed, who it was, and the task's lease row when it committed.
     pub commits: Vec<Commit>,

@@ -113,7 +113,11 @@ impl World {
             let (event, answer) = &self.touched.appends[index];
             check!(self.check_append(event, answer));
         }
-        check_each!(cancels, |(task, signal)| self.check_cancel(task, signal));
+        check_each!(cancels, |(task, signal, acknowledged)| self.check_cancel(
+            task,
+            signal,
+            acknowledged
+        ));
         check_each!(commits, |commit| self.check_commit(commit));
         check_each!(deliveries, |touch| self.check_delivery(&touch));
         check_each!(delivered, |(entry, count)| self

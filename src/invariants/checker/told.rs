@@ -86,24 +86,38 @@ impl World {
         })
     }
 
-    /// A cancel acknowledged to its client left its fact: the task holds a
-    /// cancellation request with the request's signal (its first commit,
-    /// or the one a retry of it found).
-    pub(super) fn check_cancel(&self, task: TaskId, signal_id: SignalId) -> Result<(), Fired> {
+    /// A cancel's answer agrees with the task's events: one acknowledged
+    /// left a cancellation request with the request's signal (its first
+    /// commit, or the one a retry of it found), and one refused left none
+    /// (a retry of a cancel that was recorded is acknowledged again, not
+    /// refused because the task moved on since).
+    pub(super) fn check_cancel(
+        &self,
+        task: TaskId,
+        signal_id: SignalId,
+        acknowledged: bool,
+    ) -> Result<(), Fired> {
         let wanted = signal_id.to_string();
         let held = self.db.find_task(task).is_some_and(|row| {
             row.events
                 .iter()
                 .any(|stored| signal(&stored.event.body) == Some(&*wanted))
         });
-        if held {
+        if held == acknowledged {
             return Ok(());
         }
+        let message = if acknowledged {
+            format!(
+                "a cancel of {task} with {wanted} was acknowledged, but {task} holds no cancellation request with that signal"
+            )
+        } else {
+            format!(
+                "a cancel of {task} with {wanted} was refused, but {task} holds its cancellation request"
+            )
+        };
         Err(Fired {
             invariant: "cancel-acknowledged-durable",
-            message: format!(
-                "a cancel of {task} with {wanted} was acknowledged, but {task} holds no cancellation request with that signal"
-            ),
+            message,
             entities: vec![task.to_string(), wanted],
         })
     }

@@ -597,9 +597,7 @@ impl World {
         if self.crash_now.is_some() {
             return None;
         }
-        if response.is_ok() {
-            self.touched.cancels.push((task, signal));
-        }
+        self.touched.cancels.push((task, signal, response.is_ok()));
         Some(ApiPhase::Respond(Response::Cancel(response)))
     }
 
