@@ -222,7 +222,8 @@ impl World {
     }
 }
 
-/// The attempt an event's body names, if it names one.
+/// The attempt an event's body names, if it names one: written again here,
+/// as `EventBody::attempt` is code under test.
 fn attempt_named(body: &EventBody) -> Option<i64> {
     match body {
         EventBody::TaskStarted { attempt, .. }
