@@ -173,11 +173,12 @@ pub fn simulate(
 
 /// A drain that uses up `drain_steps_max` while the world still makes
 /// progress gets another tenth of it (at least `DRAIN_WINDOW_MIN` steps),
-/// again and again while progress goes on, up to this many budgets in all. A backlog larger than the budget
-/// (one worker behind several clients: seeds 8161 of the 10,000-seed
-/// campaign and 2504 of a 3,000-seed one were still finishing tasks and
-/// publishing when their budget ran out) is not a liveness failure; a
-/// world that stops making progress is judged after one more tenth.
+/// again and again while progress goes on, up to this many budgets in all.
+/// A backlog larger than the budget (one worker behind several clients:
+/// seeds 8161 of the 10,000-seed campaign and 2504 of a 3,000-seed one
+/// were still finishing tasks and publishing when their budget ran out) is
+/// not a liveness failure; a world that stops making progress is judged
+/// after one more window.
 pub const DRAIN_BUDGETS_WHILE_PROGRESSING: u64 = 5;
 
 /// The least extra drain a progressing world is given at a time: long

@@ -349,19 +349,16 @@ impl Checker {
                 Transition::Accepted { next, .. } => Some((next.status, next.attempt)),
                 Transition::Rejected { .. } => None,
             };
-            let illegal = match allowed {
-                Err(why) => Some(why.to_string()),
-                Ok(row) if landed.is_some_and(|landed| landed != row) => {
-                    let landed = landed.expect("checked");
-                    Some(format!(
-                        "it should lead to {} (attempt {}), not {} (attempt {})",
-                        row.0.as_str(),
-                        row.1,
-                        landed.0.as_str(),
-                        landed.1
-                    ))
-                }
-                Ok(_) => None,
+            let illegal = match (allowed, landed) {
+                (Err(why), _) => Some(why.to_string()),
+                (Ok(row), Some(landed)) if landed != row => Some(format!(
+                    "it should lead to {} (attempt {}), not {} (attempt {})",
+                    row.0.as_str(),
+                    row.1,
+                    landed.0.as_str(),
+                    landed.1
+                )),
+                _ => None,
             };
             if let Some(why) = illegal {
                 let from = replay.status.as_str();

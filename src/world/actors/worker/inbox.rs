@@ -100,15 +100,11 @@ impl World {
     /// Reads the task and decides what this delivery means now (DESIGN §3
     /// Process step 2). Part of the inbox transaction or of a reload.
     pub(super) fn decide(&mut self, job: &mut Job) -> Step {
-        let now = self.now;
-        let (actor, incarnation) = self.worker_holder();
         let state = StateSeen::of(&self.db.task(job.task).state);
         job.version = state.version;
         self.rec.version = Some(state.version);
         let attempt = i64::from(job.attempt);
-        let lease = self.db.task(job.task).lease;
-        let lease_held_elsewhere =
-            lease.is_some_and(|lease| lease.held_by_other(now, actor, incarnation));
+        let lease_held_elsewhere = self.lease_held_elsewhere(job);
         match state.status {
             Status::Queued if state.attempt + 1 == attempt => {
                 self.rec.outcome = "start";
