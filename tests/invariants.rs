@@ -1254,6 +1254,9 @@ fn fires_append_answered_truly() {
         started.body,
         EventBody::TaskStarted { attempt: 1, .. }
     ));
+    let lie = |world: &mut World, event: &TaskEvent, answer: &'static str| {
+        fires(world, appended(event, answer), "append-answered-truly");
+    };
     // The stored event again: a duplicate (or the step that committed it).
     for answer in ["duplicate", "committed"] {
         clean(&mut world, appended(&started, answer));
@@ -1261,22 +1264,10 @@ fn fires_append_answered_truly() {
     // Another payload under its id: a conflict, never a duplicate.
     let altered = started.altered();
     clean(&mut world, appended(&altered, "EVENT_ID_PAYLOAD_CONFLICT"));
-    fires(
-        &mut world,
-        appended(&altered, "duplicate"),
-        "append-answered-truly",
-    );
-    fires(
-        &mut world,
-        appended(&started, "EVENT_ID_PAYLOAD_CONFLICT"),
-        "append-answered-truly",
-    );
+    lie(&mut world, &altered, "duplicate");
+    lie(&mut world, &started, "EVENT_ID_PAYLOAD_CONFLICT");
     // A stored id is never refused as if it were new.
-    fires(
-        &mut world,
-        appended(&started, "ILLEGAL_TRANSITION"),
-        "append-answered-truly",
-    );
+    lie(&mut world, &started, "ILLEGAL_TRANSITION");
     // A new id: refused by the state machine or by its semantic key, never
     // a duplicate, a conflict, or committed without being stored.
     let fresh = TaskEvent {
@@ -1286,11 +1277,7 @@ fn fires_append_answered_truly() {
     clean(&mut world, appended(&fresh, "ILLEGAL_TRANSITION"));
     clean(&mut world, appended(&fresh, "SEMANTIC_KEY_CONFLICT"));
     for answer in ["duplicate", "EVENT_ID_PAYLOAD_CONFLICT", "committed"] {
-        fires(
-            &mut world,
-            appended(&fresh, answer),
-            "append-answered-truly",
-        );
+        lie(&mut world, &fresh, answer);
     }
     // The semantic key is (type, attempt): attempt 7 was never started.
     let seventh = TaskEvent {
@@ -1309,27 +1296,15 @@ fn fires_append_answered_truly() {
         ..fresh.clone()
     };
     clean(&mut world, appended(&seventh, "ILLEGAL_TRANSITION"));
-    fires(
-        &mut world,
-        appended(&seventh, "SEMANTIC_KEY_CONFLICT"),
-        "append-answered-truly",
-    );
+    lie(&mut world, &seventh, "SEMANTIC_KEY_CONFLICT");
     // A task that does not exist, and one that does.
     let elsewhere = TaskEvent {
         task_id: Text::from("task-99"),
         ..fresh.clone()
     };
     clean(&mut world, appended(&elsewhere, "TASK_NOT_FOUND"));
-    fires(
-        &mut world,
-        appended(&elsewhere, "duplicate"),
-        "append-answered-truly",
-    );
-    fires(
-        &mut world,
-        appended(&fresh, "TASK_NOT_FOUND"),
-        "append-answered-truly",
-    );
+    lie(&mut world, &elsewhere, "duplicate");
+    lie(&mut world, &fresh, "TASK_NOT_FOUND");
 }
 
 #[test]
