@@ -1558,3 +1558,70 @@ fn fires_inbox_result_truthful() {
         fires(&mut world, touched, "inbox-result-truthful");
     }
 }
+
+#[test]
+fn fires_snapshot_report_truthful() {
+    use sim::world::stores::db::SnapshotReport;
+    // task-1 with its first snapshot written (one every event).
+    let written = stepped_until(&happy_path_with("snapshot_every = 1\n"), |world| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| !row.snapshots.is_empty())
+    });
+    let through = written.db.task(TASK).snapshots[0].through_sequence;
+    // The world with the snapshot damaged by `damage`, and a report of it
+    // under `reason`, as a rebuild would leave it.
+    let reported = |damage: &dyn Fn(&mut sim::world::stores::db::Snapshot), reason| {
+        let mut world = written.clone();
+        damage(&mut world.db.task_mut(TASK).snapshots[0]);
+        world.db.snapshot_reports.push(SnapshotReport {
+            task: TASK,
+            through_sequence: through,
+            reason,
+            step: world.steps,
+        });
+        let touched = Touched {
+            projection: vec![TASK],
+            ..Touched::default()
+        };
+        (world, touched)
+    };
+    let sound = |_: &mut sim::world::stores::db::Snapshot| {};
+    let stale_hash = |snapshot: &mut sim::world::stores::db::Snapshot| {
+        snapshot.state.attempt += 1;
+    };
+    let rehashed = |snapshot: &mut sim::world::stores::db::Snapshot| {
+        snapshot.state.attempt += 1;
+        snapshot.state_sha256 = sim::task::json::state_sha256(&snapshot.state);
+    };
+    // Each damage under the reason that names it passes; any other report
+    // of it, or any report of a sound snapshot, fires.
+    for (damage, earned) in [
+        (&sound as &dyn Fn(&mut _), None),
+        (&stale_hash, Some("SNAPSHOT_HASH_MISMATCH")),
+        (&rehashed, Some("SNAPSHOT_MISMATCH")),
+    ] {
+        for reason in [
+            "SNAPSHOT_HASH_MISMATCH",
+            "SNAPSHOT_MISMATCH",
+            "SNAPSHOT_LOST",
+        ] {
+            let (mut world, touched) = reported(damage, reason);
+            if Some(reason) == earned {
+                clean(&mut world, touched);
+            } else {
+                fires(&mut world, touched, "snapshot-report-truthful");
+            }
+        }
+    }
+    // A report of a version the task has no snapshot at.
+    let (mut world, touched) = reported(&sound, "SNAPSHOT_MISMATCH");
+    world
+        .db
+        .snapshot_reports
+        .last_mut()
+        .expect("pushed")
+        .through_sequence = through + 7;
+    fires(&mut world, touched, "snapshot-report-truthful");
+}

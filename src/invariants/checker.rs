@@ -16,6 +16,7 @@ mod checks;
 mod converges;
 mod lifecycle;
 mod retention;
+mod snapshots;
 mod told;
 
 /// What the checker remembers of one task between steps. Its status and
@@ -157,6 +158,10 @@ pub struct Checker {
     /// Tasks compacted this step while unsettled, with why: noted before
     /// their rows were dropped, reported by the step's checks.
     compacted_unsettled: Vec<(TaskId, String)>,
+    /// How many of the database's snapshot reports have been judged: the
+    /// rest were written since the last step. Always the report count
+    /// after a step's checks, so it is not part of the identity.
+    snapshot_reports_seen: usize,
 }
 
 /// What the checks read of an idempotency record.

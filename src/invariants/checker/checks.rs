@@ -106,6 +106,9 @@ impl World {
                 check!(self.check_projection(task));
             }
         }
+        if !self.touched.projection.is_empty() {
+            check!(self.check_snapshot_reports());
+        }
         check_each!(leases, |(task, replaced)| self.check_lease(task, replaced));
         // After the task checks, which bring the checker's map of event
         // ids up to date with this step's appends.
