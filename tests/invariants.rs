@@ -1625,3 +1625,47 @@ fn fires_snapshot_report_truthful() {
         .through_sequence = through + 7;
     fires(&mut world, touched, "snapshot-report-truthful");
 }
+
+/// `converges` holds retention to happening: a settled task whose record
+/// expired is compacted, and no record outlives its due tick.
+#[test]
+fn converges_fires_when_retention_does_not_happen() {
+    let world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    let key = world.db.task(TASK).key.clone();
+
+    // The record expired and the settled task was left whole.
+    let mut world = happy();
+    world.db.remove_record(&key);
+    let failures = world.convergence_failures();
+    assert_eq!(
+        failures,
+        vec!["task-1 settled, its idempotency record expired, but never compacted".to_string()]
+    );
+    // Under review, its rows wait for the human who settles it.
+    let now = world.now;
+    world.db.review(
+        Some(TASK),
+        ReviewReason::StoreCannotConfirm,
+        artifact_token().to_string(),
+        now,
+    );
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+
+    // A record kept past the tick it was due at; due within the last
+    // reconcile period, it is still on time.
+    let mut world = happy();
+    let period = world.config.reconcile_every_ms;
+    world.now += 10 * period;
+    let now = world.now;
+    world.db.retain_until(now - period, key.clone());
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    world.db.retain_until(now - period - 1, key);
+    let failures = world.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.contains("was due to expire at") && f.contains("is still kept at")),
+        "converges: {failures:?}"
+    );
+}

@@ -2,6 +2,7 @@
 //! the faults stopped and the system drained.
 
 use crate::world::World;
+use crate::world::stores::db::Answer;
 
 use crate::world::actors::worker::POISON_CODE;
 
@@ -76,6 +77,7 @@ impl World {
                 ));
             }
         }
+        failures.extend(self.retention_failures());
         // An operator's replay of a dead letter makes a task (lesson 000
         // §13.5: inspection and replay are what make a dead-letter queue
         // more than delayed loss).
@@ -119,6 +121,55 @@ impl World {
                     ));
                 }
             }
+        }
+        failures
+    }
+
+    /// Retention happens (lesson 000 §3.3: a record lives for its TTL, then
+    /// goes, and the task's history with it): at quiescence no record is
+    /// kept past the reconcile tick at which it was due, and a task that is
+    /// settled (by the checker's own rule) and whose record expired was
+    /// compacted. A settled task under review keeps its rows for the human
+    /// who settles it. Without this, a reconciler that never looks at its
+    /// retention index, or a compaction deferred for ever, let memory grow
+    /// with the work done and nothing reported it.
+    fn retention_failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        let period = self.config.reconcile_every_ms;
+        if let Some((due, key)) = self.db.retention_index.first()
+            && due + period < self.now
+        {
+            failures.push(format!(
+                "the idempotency record of {key} was due to expire at {due} ms and is still kept at {} ms",
+                self.now
+            ));
+        }
+        let kept: Vec<String> = self
+            .db
+            .tasks
+            .iter()
+            .filter(|row| !row.compacted && !self.db.in_review(row.id))
+            .filter(|row| {
+                let recorded = self
+                    .db
+                    .record(&row.key)
+                    .is_some_and(|record| record.answer == Answer::Accepted(row.id));
+                !recorded && super::retention::unsettled(&self.db, row.id).is_none()
+            })
+            .map(|row| row.id.to_string())
+            .collect();
+        // One line, however many: a compaction that never happens leaves
+        // every task of a long run behind.
+        if !kept.is_empty() {
+            const NAMED: usize = 3;
+            let more = match kept.len().saturating_sub(NAMED) {
+                0 => String::new(),
+                more => format!(" and {more} more"),
+            };
+            failures.push(format!(
+                "{}{more} settled, its idempotency record expired, but never compacted",
+                kept[..kept.len().min(NAMED)].join(", ")
+            ));
         }
         failures
     }
