@@ -96,6 +96,7 @@ impl World {
             broker_poke_at,
             next_worker,
             compaction_deferred,
+            compaction_retry_at,
             store_down_until,
             broker_down_until,
             replays_owed,
@@ -132,6 +133,7 @@ impl World {
             .hash(state);
         (
             compaction_deferred,
+            compaction_retry_at,
             store_down_until,
             broker_down_until,
             replays_owed,

@@ -220,9 +220,13 @@ pub struct World {
     pub compacted_input: Arc<Input>,
     /// Finished tasks whose retention ended while something still carried
     /// them (a broker entry, a delivery, a job): compacted at a later
-    /// expiry, once nothing does, or they would keep their history, rows
-    /// and read models for the rest of the run.
+    /// expiry or compaction step (`compaction_retry_at`), once nothing
+    /// does, or they would keep their history, rows and read models for
+    /// the rest of the run.
     pub compaction_deferred: std::collections::VecDeque<TaskId>,
+    /// When the reconciler next looks at the deferred compactions on its
+    /// own (a compaction step), not only at an expiry.
+    pub compaction_retry_at: u64,
     broker_poke_at: QueuedAt,
     next_worker: usize,
     /// Dead letters the operator replayed (found, not rolled back): each
@@ -329,6 +333,7 @@ impl World {
             next_delivery: 0,
             compacted_input: Input::of(&serde_json::Value::Null),
             compaction_deferred: std::collections::VecDeque::new(),
+            compaction_retry_at: 0,
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
                 .collect(),

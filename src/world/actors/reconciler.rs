@@ -47,4 +47,6 @@ enum Due {
     Lease(TaskId),
     DeadLetter(DeadLetterId),
     Retention(crate::task::Text),
+    /// Finished tasks an expiry could not compact, looked at again.
+    Compaction,
 }
