@@ -115,6 +115,12 @@ pub fn draw(seed: u64) -> Draw {
     // Drawn last, so the earlier draws of a seed keep their values.
     mix.outside = rng.range(0, 4) as u32;
     mix.operator = rng.range(0, 3) as u32;
+    // A third of the worlds keep records for seconds, not minutes, so that
+    // a run of 10^4 steps sees retention: expiries racing late messages,
+    // open effects and deferred compactions. Drawn after the rest.
+    if rng.chance(333_333) {
+        config.idempotency_ttl_ms = rng.range(2, 20) * 500;
+    }
     Draw { config, rates, mix }
 }
 
