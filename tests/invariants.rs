@@ -1676,3 +1676,19 @@ fn converges_fires_when_retention_does_not_happen() {
         "converges: {failures:?}"
     );
 }
+
+#[test]
+fn fires_semantic_key_unique() {
+    // The completion restated under a new id at the next sequence, the
+    // version moved with it: the same fact (TaskCompleted, attempt 1) twice.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    let row = world.db.task_mut(TASK);
+    let mut again = row.events.last().expect("events").clone();
+    let event = Arc::make_mut(&mut again.event);
+    event.event_id = Text::from("task-1:TaskCompleted:1:restated");
+    event.sequence += 1;
+    row.state.version = event.sequence;
+    row.events.push(again);
+    fires(&mut world, tasks(&[TASK]), "semantic-key-unique");
+}

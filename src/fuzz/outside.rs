@@ -11,7 +11,7 @@ use crate::world::stores::db::{Db, StoredEvent};
 /// holds so the workload stream never depends on it.
 #[derive(Clone, Copy, Debug)]
 pub struct Draws {
-    /// Which of the nine shapes below.
+    /// Which of the ten shapes below.
     pub shape: u64,
     /// Which task: an index into the task table, one or two past its end
     /// naming a task that does not exist (yet).
@@ -23,7 +23,7 @@ pub struct Draws {
 }
 
 /// How many shapes `outside_event` draws among.
-pub const SHAPES: u64 = 9;
+pub const SHAPES: u64 = 10;
 
 /// The request an outside producer sends, given the database as it is now.
 pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
@@ -73,6 +73,18 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         6 => deliver(cancellation(version + 1)),
         // The latest stored event again (a late duplicate).
         7 => deliver(last.unwrap_or_else(|| cancellation(version + 1))),
+        // A stored fact restated under a new id at the next sequence: only
+        // the store's semantic dedupe (type, attempt, signal) refuses it
+        // where the state table would take it again (a second request
+        // with the same signal while the task is cancelling).
+        8 => append(match stored {
+            Some(event) => TaskEvent {
+                event_id: format!("outside-{}", draws.serial).into(),
+                sequence: version + 1,
+                ..event
+            },
+            None => cancellation(version + 1),
+        }),
         // A fact the state table forbids, at the next sequence.
         _ => append(match row {
             Some(row) => TaskEvent {

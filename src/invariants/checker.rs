@@ -344,8 +344,27 @@ impl Checker {
             history.reserve_exact(2);
         }
         let start = history.len();
-        for stored in fresh {
+        for (offset, stored) in fresh.iter().enumerate() {
             let replay = history.last().expect("starts with the initial state");
+            let earlier = &row.events[..seen + offset];
+            if let Some(twin) = semantic_twin(earlier, history, &stored.event, replay) {
+                let fired = Fired {
+                    invariant: "semantic-key-unique",
+                    message: format!(
+                        "{task} holds {} and {}: both {} for attempt {}{}",
+                        twin.event_id,
+                        stored.event.event_id,
+                        stored.event.event_type().as_str(),
+                        told::attempt_named(&stored.event.body).unwrap_or(replay.attempt),
+                        told::signal(&stored.event.body)
+                            .map(|signal| format!(" under signal {signal}"))
+                            .unwrap_or_default()
+                    ),
+                    entities: vec![task.to_string(), stored.event.event_id.to_string()],
+                };
+                history.truncate(start);
+                return Err(fired);
+            }
             let allowed = lifecycle::lesson_allows(replay, &stored.event, policy);
             let verdict = transition(replay, &stored.event, policy);
             // The table first: an event it refuses is judged illegal
@@ -430,6 +449,36 @@ fn mirror_in<'a>(tasks: &'a mut Vec<Mirror>, db: &Db, task: TaskId) -> &'a mut M
         tasks.push(Mirror::Live(TaskMirror { synced: 0, history }));
     }
     &mut tasks[task.slot()]
+}
+
+/// The earlier event of `earlier` (whose states before each are
+/// `history`) that states the same fact as `event` (applied to `before`):
+/// the same type, the same attempt (the one it names, or the task's at the
+/// time) and, for a cancellation request, the same signal. The store's
+/// semantic dedupe exists so that no task ever holds two; the key is worked
+/// out here from the checker's own history, not read from what the store
+/// recorded beside each event.
+fn semantic_twin<'a>(
+    earlier: &'a [crate::world::stores::db::StoredEvent],
+    history: &[TaskState],
+    event: &crate::task::TaskEvent,
+    before: &TaskState,
+) -> Option<&'a crate::task::TaskEvent> {
+    let key = |event: &crate::task::TaskEvent, before: &TaskState| {
+        (
+            event.event_type(),
+            told::attempt_named(&event.body).unwrap_or(before.attempt),
+        )
+    };
+    let wanted = key(event, before);
+    let signal = told::signal(&event.body);
+    earlier
+        .iter()
+        .zip(history)
+        .find(|(other, before)| {
+            key(&other.event, before) == wanted && told::signal(&other.event.body) == signal
+        })
+        .map(|(other, _)| &*other.event)
 }
 
 /// A terminal task whose status changed.

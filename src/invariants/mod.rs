@@ -113,6 +113,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
     },
     Invariant {
+        id: "semantic-key-unique",
+        statement: "a task never holds two events that state the same fact: the same type and attempt (the one the event names, or the task's when it was applied) and, for a cancellation request, the same signal",
+    },
+    Invariant {
         id: "snapshot-report-truthful",
         statement: "a snapshot is reported (and its task sent to manual review) only for the damage it shows, under the reason that names it: SNAPSHOT_HASH_MISMATCH when its stored hash is not its state's (or the state names another task or version), SNAPSHOT_MISMATCH when the hash checks but the state is not the task's at that version; and a damaged state never hashes like the true one",
     },

@@ -224,7 +224,7 @@ impl World {
 
 /// The attempt an event's body names, if it names one: written again here,
 /// as `EventBody::attempt` is code under test.
-fn attempt_named(body: &EventBody) -> Option<i64> {
+pub(super) fn attempt_named(body: &EventBody) -> Option<i64> {
     match body {
         EventBody::TaskStarted { attempt, .. }
         | EventBody::TaskCompleted { attempt, .. }
@@ -235,7 +235,7 @@ fn attempt_named(body: &EventBody) -> Option<i64> {
 }
 
 /// A cancellation request's signal id.
-fn signal(body: &EventBody) -> Option<&str> {
+pub(super) fn signal(body: &EventBody) -> Option<&str> {
     match body {
         EventBody::CancellationRequested { signal_id, .. } => Some(signal_id),
         _ => None,
