@@ -78,7 +78,6 @@ impl World {
             next_request,
             highest_seen,
             calls,
-            calls_by_task,
             next_call,
             clients,
             apis,
@@ -110,15 +109,7 @@ impl World {
         faults.identity(state);
         checker.identity(state);
         (db, broker, store, cache, handler_version).hash(state);
-        (
-            outgoing,
-            next_request,
-            highest_seen,
-            calls,
-            calls_by_task,
-            next_call,
-        )
-            .hash(state);
+        (outgoing, next_request, highest_seen, calls, next_call).hash(state);
         (clients, apis, publishers, workers, projector, reconciler).hash(state);
         (
             intents,

@@ -170,9 +170,6 @@ pub struct World {
     /// that compacting a task finds its readers in one range.
     pub highest_seen: BTreeMap<(TaskId, u16), i64>,
     pub calls: IdTable<CallId, Call>,
-    /// Calls in flight that name a task by id (not by key): rare, and the
-    /// only calls compaction must wait for.
-    pub calls_by_task: u32,
     next_call: u32,
     pub clients: Vec<Life>,
     pub apis: Vec<Life>,
@@ -304,7 +301,6 @@ impl World {
             next_request: 0,
             highest_seen: BTreeMap::new(),
             calls: IdTable::default(),
-            calls_by_task: 0,
             next_call: 0,
             clients: vec![Life::new(); config.clients as usize],
             apis: vec![Life::new(); config.apis as usize],

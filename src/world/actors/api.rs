@@ -66,6 +66,21 @@ pub struct Call {
     pub phase: ApiPhase,
 }
 
+impl Call {
+    /// The task this call is about once it knows it: one it names by id,
+    /// or the one a read found its key naming. Compaction waits for these:
+    /// a read that fills the cache after its task was compacted, the task's
+    /// version tombstone gone with it, would put back a view the database
+    /// left long ago (fuzz seed 2 with a short TTL: a fill delayed 7.5 s by
+    /// a latency spike showed queued/v0 of a task completed at v2).
+    pub fn task_held(&self) -> Option<TaskId> {
+        match self.phase {
+            ApiPhase::ReadDb { task } | ApiPhase::FillCache { task, .. } => Some(task),
+            _ => self.op.task_named(),
+        }
+    }
+}
+
 /// `^[A-Za-z0-9_-]{6,80}$`
 pub fn valid_key(key: &str) -> bool {
     (6..=80).contains(&key.len())

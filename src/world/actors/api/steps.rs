@@ -180,12 +180,8 @@ impl World {
         }
     }
 
-    /// What ends with a call taken out of `calls`: its count among the
-    /// calls naming a task, and its hold on its intent.
+    /// What ends with a call taken out of `calls`: its hold on its intent.
     pub(in crate::world) fn end_call(&mut self, call: &Call) {
-        if call.op.task_named().is_some() {
-            self.calls_by_task -= 1;
-        }
         self.release_intent(call.intent);
     }
 

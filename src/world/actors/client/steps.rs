@@ -105,9 +105,6 @@ impl World {
         self.rec.outcome = outcome;
         let (op, intent) = (outgoing.op.clone(), outgoing.intent);
         let call_id = self.next_call_id();
-        if op.task_named().is_some() {
-            self.calls_by_task += 1;
-        }
         let incarnation = self.apis[api as usize].incarnation;
         self.carry_intent(intent);
         self.calls.insert(

@@ -431,11 +431,10 @@ impl World {
                 worker.job.as_ref().is_some_and(|job| job.task == task)
                     || worker.mailbox.iter().any(|(_, _, d)| d.task == task)
             })
-            || (self.calls_by_task > 0
-                && self
-                    .calls
-                    .values()
-                    .any(|call| call.op.task_named() == Some(task)));
+            || self
+                .calls
+                .values()
+                .any(|call| call.task_held() == Some(task));
         if in_flight {
             return false;
         }
