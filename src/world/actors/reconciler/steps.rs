@@ -4,6 +4,7 @@ use crate::mutants::Mutant;
 use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose};
+use crate::world::actors::publisher::PublisherPhase;
 use crate::world::engine::ids::{ActorId, DeadLetterId, OutboxId, TaskId};
 use crate::world::engine::step::Verb;
 use crate::world::stores::db::{Payload, ReviewReason, Topic, WorkKind};
@@ -409,7 +410,9 @@ impl World {
     /// them); its events, snapshots, ledger,
     /// outbox and inbox rows, cache entry and read model go. A task that
     /// anything still carries (a broker entry, a delivery on its way, an
-    /// actor's job) is left whole, and this returns false; so is a task no
+    /// actor's job, a publisher's claimed batch: a claim that ran out while
+    /// another publisher published and marked the row) is left whole, and
+    /// this returns false; so is a task no
     /// longer finished: a deferred task can be given new work after its
     /// record expired (a re-drive of an event the broker dead-lettered
     /// makes a new, unpublished outbox row). Otherwise true (compacted now
@@ -434,7 +437,14 @@ impl World {
             || self
                 .calls
                 .values()
-                .any(|call| call.task_held() == Some(task));
+                .any(|call| call.task_held() == Some(task))
+            || self.publishers.iter().any(|publisher| {
+                !matches!(publisher.phase, PublisherPhase::Idle)
+                    && publisher
+                        .claimed
+                        .iter()
+                        .any(|id| self.db.find_outbox(*id).is_some_and(|row| row.task == task))
+            });
         if in_flight {
             return false;
         }
