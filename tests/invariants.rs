@@ -1692,3 +1692,68 @@ fn fires_semantic_key_unique() {
     row.events.push(again);
     fires(&mut world, tasks(&[TASK]), "semantic-key-unique");
 }
+
+#[test]
+fn fires_let_go_for_a_reason() {
+    // task-1's attempt 1 planned: its artifact row started, its lease held.
+    let planned = stepped_until(&happy_path_with(""), |world| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| row.effect(artifact_token()).is_some())
+    });
+    let lease = planned
+        .db
+        .task(TASK)
+        .lease
+        .expect("the worker holds the lease");
+    let let_go = |why| Touched {
+        let_go: vec![sim::world::LetGo {
+            task: TASK,
+            attempt: 1,
+            token: artifact_token(),
+            actor: lease.holder,
+            incarnation: lease.incarnation,
+            why,
+        }],
+        ..Touched::default()
+    };
+    let with_row = |state: EffectState, fenced: bool| {
+        let mut world = planned.clone();
+        let row = world
+            .db
+            .task_mut(TASK)
+            .effect_mut(artifact_token())
+            .expect("row");
+        row.state = state;
+        row.fenced_by = fenced.then_some(ActorId::RECONCILER);
+        world
+    };
+    // Fenced: only once its own attempt's effect is.
+    fires(
+        &mut with_row(EffectState::Started, false),
+        let_go("fenced"),
+        "let-go-for-a-reason",
+    );
+    clean(&mut with_row(EffectState::Started, true), let_go("fenced"));
+    clean(
+        &mut with_row(EffectState::Compensated, false),
+        let_go("fenced"),
+    );
+    // Not verified: only while it is not.
+    clean(
+        &mut with_row(EffectState::Started, false),
+        let_go("not-verified"),
+    );
+    fires(
+        &mut with_row(EffectState::Verified, false),
+        let_go("not-verified"),
+        "let-go-for-a-reason",
+    );
+    // Lease lost: only once the lease is not its own, live.
+    let mut world = planned.clone();
+    fires(&mut world, let_go("lease-lost"), "let-go-for-a-reason");
+    let mut world = planned.clone();
+    world.db.task_mut(TASK).lease = None;
+    clean(&mut world, let_go("lease-lost"));
+}

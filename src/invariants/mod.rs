@@ -117,6 +117,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task never holds two events that state the same fact: the same type and attempt (the one the event names, or the task's when it was applied) and, for a cancellation request, the same signal",
     },
     Invariant {
+        id: "let-go-for-a-reason",
+        statement: "a worker gives up an attempt only for a reason durable state shows: lease-lost when the task's lease is not its own live lease for that attempt, fenced when its own attempt's artifact effect is fenced, compensated or failed (or the object under its token was hidden or deleted), not-verified when no artifact effect of its attempt is verified",
+    },
+    Invariant {
         id: "snapshot-report-truthful",
         statement: "a snapshot is reported (and its task sent to manual review) only for the damage it shows, under the reason that names it: SNAPSHOT_HASH_MISMATCH when its stored hash is not its state's (or the state names another task or version), SNAPSHOT_MISMATCH when the hash checks but the state is not the task's at that version; and a damaged state never hashes like the true one",
     },

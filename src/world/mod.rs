@@ -72,6 +72,21 @@ pub struct Touched {
     /// Events a lease-taking actor (a worker, a fence) committed: what it
     /// committed, who it was, and the task's lease row when it committed.
     pub commits: Vec<Commit>,
+    /// Attempts a worker gave up on without an answer, with the reason it
+    /// gave: judged against the lease row, the ledger and the store.
+    pub let_go: Vec<LetGo>,
+}
+
+/// A worker that let go of its delivery mid-attempt, and why.
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct LetGo {
+    pub task: TaskId,
+    pub attempt: u32,
+    /// The token the worker was working under.
+    pub token: db::Token,
+    pub actor: ActorId,
+    pub incarnation: u32,
+    pub why: &'static str,
 }
 
 /// One event committed by a worker or a fence, with the lease row the
@@ -94,7 +109,7 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases appends
-            cancels commits)
+            cancels commits let_go)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

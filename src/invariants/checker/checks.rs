@@ -122,6 +122,7 @@ impl World {
             acknowledged
         ));
         check_each!(commits, |commit| self.check_commit(commit));
+        check_each!(let_go, |let_go| self.check_let_go(let_go));
         check_each!(deliveries, |touch| self.check_delivery(&touch));
         check_each!(delivered, |(entry, count)| self
             .check_delivered(entry, count));

@@ -9,8 +9,10 @@
 
 use crate::task::{EventBody, EventType, Status, TaskEvent, Text};
 use crate::world::engine::ids::{OutboxId, SignalId, TaskId};
+use crate::world::stores::db::{EffectKind, EffectState};
 use crate::world::stores::db::{Payload, ProcessResult, StoredEvent};
-use crate::world::{Commit, World};
+use crate::world::stores::store::Observed;
+use crate::world::{Commit, LetGo, World};
 
 use super::{Fired, head_of};
 
@@ -219,6 +221,74 @@ impl World {
             ),
             entities: vec![message.to_string(), task.to_string()],
         })
+    }
+}
+
+impl World {
+    /// A worker gave up an attempt for a reason durable state shows:
+    /// `lease-lost` when the task's lease is not its own live lease for
+    /// that attempt; `fenced` when its own attempt's artifact effect is
+    /// fenced, compensated or failed, or the object under its token was
+    /// hidden or deleted; `not-verified` when no artifact effect of its
+    /// attempt is verified. A worker that gives up for no reason leaves
+    /// its task to re-drives and, at last, to a review nothing earned.
+    pub(super) fn check_let_go(&self, let_go: LetGo) -> Result<(), Fired> {
+        let LetGo {
+            task,
+            attempt,
+            token,
+            actor,
+            incarnation,
+            why,
+        } = let_go;
+        let fired = |saw: String| Fired {
+            invariant: "let-go-for-a-reason",
+            message: format!("{actor} let go of {task}'s attempt {attempt} as {why}, but {saw}"),
+            entities: vec![task.to_string()],
+        };
+        let Some(row) = self.db.find_task(task) else {
+            return Ok(());
+        };
+        // The attempt's own artifact rows, whatever token the worker held.
+        let mut own = row.effects.iter().filter(|ledger| {
+            ledger.token.kind == EffectKind::Artifact && ledger.token.attempt == attempt
+        });
+        match why {
+            "lease-lost" => {
+                let mine = row.lease.is_some_and(|lease| {
+                    (lease.holder, lease.incarnation, lease.attempt)
+                        == (actor, incarnation, attempt)
+                        && lease.until_ms >= self.now
+                });
+                if mine {
+                    return Err(fired("it holds the task's lease, live".into()));
+                }
+            }
+            "fenced" => {
+                let fenced = own.any(|ledger| {
+                    ledger.fenced_by.is_some()
+                        || matches!(ledger.state, EffectState::Compensated | EffectState::Failed)
+                });
+                let gone = token.attempt == attempt
+                    && matches!(
+                        self.store.observe(token),
+                        Observed::Tombstone | Observed::Present { hidden: true, .. }
+                    );
+                if !fenced && !gone {
+                    return Err(fired(
+                        "no artifact effect of that attempt is fenced and its object is neither hidden nor deleted"
+                            .into(),
+                    ));
+                }
+            }
+            "not-verified" => {
+                if own.any(|ledger| ledger.state == EffectState::Verified) {
+                    return Err(fired("its artifact effect is verified".into()));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 }
 

@@ -267,6 +267,15 @@ impl World {
     /// Let the delivery go: the lease moved on or a fence claimed the effect.
     pub(super) fn let_go(&mut self, job: &Job, why: &'static str) -> Step {
         self.rec.outcome = why;
+        let (actor, incarnation) = self.worker_holder();
+        self.touched.let_go.push(crate::world::LetGo {
+            task: job.task,
+            attempt: job.attempt,
+            token: job.token,
+            actor,
+            incarnation,
+            why,
+        });
         self.race("reconciler × worker");
         self.touch_delivery(job, DeliveryAct::Drop);
         Step::Done
