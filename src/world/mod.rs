@@ -392,6 +392,12 @@ impl World {
     }
 
     /// Schedules housekeeping at `at` unless some is queued sooner.
+    /// When the queued housekeeping wake (the reconciler's retention) is
+    /// due, if one is.
+    pub fn housekeeping_due(&self) -> Option<u64> {
+        self.housekeeping_at.due()
+    }
+
     pub fn housekeeping(&mut self, at: u64) {
         if self.housekeeping_at.wants(at) {
             self.schedule(at, Wake::Housekeeping);

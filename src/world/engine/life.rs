@@ -40,6 +40,11 @@ impl QueuedAt {
         }
     }
 
+    /// When the queued wake is due, if one is.
+    pub fn due(&self) -> Option<u64> {
+        self.0
+    }
+
     /// Its wake will find nothing to do (its actor crashed).
     pub fn forget(&mut self) {
         self.0 = None;
