@@ -250,45 +250,38 @@ impl World {
             return Ok(());
         };
         // The attempt's own artifact rows, whatever token the worker held.
-        let mut own = row.effects.iter().filter(|ledger| {
-            ledger.token.kind == EffectKind::Artifact && ledger.token.attempt == attempt
-        });
+        let own = || {
+            row.effects.iter().filter(|ledger| {
+                ledger.token.kind == EffectKind::Artifact && ledger.token.attempt == attempt
+            })
+        };
+        let lease_mine = || {
+            row.lease.is_some_and(|lease| {
+                (lease.holder, lease.incarnation, lease.attempt) == (actor, incarnation, attempt)
+                    && lease.until_ms >= self.now
+            })
+        };
+        let fenced = || {
+            own().any(|ledger| {
+                ledger.fenced_by.is_some()
+                    || matches!(ledger.state, EffectState::Compensated | EffectState::Failed)
+            }) || (token.attempt == attempt
+                && matches!(
+                    self.store.observe(token),
+                    Observed::Tombstone | Observed::Present { hidden: true, .. }
+                ))
+        };
         match why {
-            "lease-lost" => {
-                let mine = row.lease.is_some_and(|lease| {
-                    (lease.holder, lease.incarnation, lease.attempt)
-                        == (actor, incarnation, attempt)
-                        && lease.until_ms >= self.now
-                });
-                if mine {
-                    return Err(fired("it holds the task's lease, live".into()));
-                }
+            "lease-lost" if lease_mine() => Err(fired("it holds the task's lease, live".into())),
+            "fenced" if !fenced() => Err(fired(
+                "no artifact effect of that attempt is fenced and its object is neither hidden nor deleted"
+                    .into(),
+            )),
+            "not-verified" if own().any(|ledger| ledger.state == EffectState::Verified) => {
+                Err(fired("its artifact effect is verified".into()))
             }
-            "fenced" => {
-                let fenced = own.any(|ledger| {
-                    ledger.fenced_by.is_some()
-                        || matches!(ledger.state, EffectState::Compensated | EffectState::Failed)
-                });
-                let gone = token.attempt == attempt
-                    && matches!(
-                        self.store.observe(token),
-                        Observed::Tombstone | Observed::Present { hidden: true, .. }
-                    );
-                if !fenced && !gone {
-                    return Err(fired(
-                        "no artifact effect of that attempt is fenced and its object is neither hidden nor deleted"
-                            .into(),
-                    ));
-                }
-            }
-            "not-verified" => {
-                if own.any(|ledger| ledger.state == EffectState::Verified) {
-                    return Err(fired("its artifact effect is verified".into()));
-                }
-            }
-            _ => {}
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
