@@ -833,6 +833,12 @@ fn fires_inbox_final_never_rewritten() {
         code: "LEASE_LOST",
     });
     fires(&mut world, written(), "inbox-final-never-rewritten");
+    // A late writer that finalizes it again with the same result: the
+    // write itself is the guard skipped.
+    let mut world = happy();
+    let late = world.db.inbox.get_mut(row.message).expect("the row");
+    late.completed_ms = late.completed_ms.map(|ms| ms + 1);
+    fires(&mut world, written(), "inbox-final-never-rewritten");
 }
 
 #[test]

@@ -98,8 +98,10 @@ enum DeliveryClass {
     Fresh,
 }
 
-/// The checker's copy of an inbox row: payload hash, state, result.
-type InboxCopy = (Sha, InboxState, Option<ProcessResult>);
+/// The checker's copy of an inbox row: payload hash, state, result, and
+/// when it turned final (a final row is never written again, even with the
+/// same result: the write is the guard skipped).
+type InboxCopy = (Sha, InboxState, Option<ProcessResult>, Option<u64>);
 
 /// The class of each delivery registered and not yet answered, sorted by
 /// delivery id. Ids are a counter and only a few deliveries are open at a

@@ -86,7 +86,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "inbox-final-never-rewritten",
-        statement: "an inbox row in a final state keeps its state and result: no later writer (a worker that outlived its inbox lease while another finished the message) rewrites them",
+        statement: "an inbox row in a final state is never written again: no later writer (a worker that outlived its inbox lease while another finished the message) rewrites its state, its result or the time it turned final, even with the same result",
     },
     Invariant {
         id: "inbox-result-truthful",

@@ -581,8 +581,10 @@ impl World {
         let message = touch.message;
         let class = if touch.act == DeliveryAct::Register {
             let class = match self.checker.inbox.get(message) {
-                Some((hash, _, _)) if *hash != touch.payload_sha256 => DeliveryClass::Conflicting,
-                Some((_, state, result)) if state.is_final() => DeliveryClass::DuplicateOf(*result),
+                Some((hash, ..)) if *hash != touch.payload_sha256 => DeliveryClass::Conflicting,
+                Some((_, state, result, _)) if state.is_final() => {
+                    DeliveryClass::DuplicateOf(*result)
+                }
                 _ => DeliveryClass::Fresh,
             };
             self.checker.deliveries.insert(touch.delivery, class);
@@ -602,7 +604,7 @@ impl World {
                 .db
                 .inbox
                 .get(message)
-                .map(|row| (row.payload_sha256, row.state, row.result));
+                .map(|row| (row.payload_sha256, row.state, row.result, row.completed_ms));
             if before.is_some() && before != after {
                 return Err(Fired {
                     invariant: "inbox-conflict-quarantined",
@@ -624,10 +626,10 @@ impl World {
                 invariant: "inbox-conflict-quarantined",
                 message: format!(
                     "the inbox row of {message} recorded payload #{}; a delivery with payload #{} was {} instead of quarantined",
-                    self.checker.inbox.get(message).map_or_else(
-                        || "?".to_string(),
-                        |(hash, _, _)| hex(hash)[..8].to_string()
-                    ),
+                    self.checker
+                        .inbox
+                        .get(message)
+                        .map_or_else(|| "?".to_string(), |(hash, ..)| hex(hash)[..8].to_string()),
                     &hex(&touch.payload_sha256)[..8],
                     if touch.act == DeliveryAct::Work {
                         "processed"
@@ -665,18 +667,23 @@ impl World {
     /// A final inbox row is the message's answer for good: the write this
     /// step made keeps its state and result.
     fn check_inbox_final(&self, message: OutboxId) -> Result<(), Fired> {
-        let (Some((_, state, result)), Some(row)) =
+        let (Some((_, state, result, completed)), Some(row)) =
             (self.checker.inbox.get(message), self.db.inbox.get(message))
         else {
             return Ok(());
         };
-        if state.is_final() && (row.state, row.result) != (*state, *result) {
+        if state.is_final()
+            && (row.state, row.result, row.completed_ms) != (*state, *result, *completed)
+        {
             return Err(Fired {
                 invariant: "inbox-final-never-rewritten",
                 message: format!(
-                    "the inbox row of {message} was {} and was rewritten to {}",
+                    "the inbox row of {message} was {} (final at {} ms) and was rewritten to {} (at {} ms)",
                     state.as_str(),
-                    row.state.as_str()
+                    completed.map_or_else(|| "?".to_string(), |ms| ms.to_string()),
+                    row.state.as_str(),
+                    row.completed_ms
+                        .map_or_else(|| "?".to_string(), |ms| ms.to_string()),
                 ),
                 entities: vec![message.to_string()],
             });
@@ -686,9 +693,10 @@ impl World {
 
     fn mirror_inbox(&mut self, message: OutboxId) {
         if let Some(row) = self.db.inbox.get(message) {
-            self.checker
-                .inbox
-                .insert(message, (row.payload_sha256, row.state, row.result));
+            self.checker.inbox.insert(
+                message,
+                (row.payload_sha256, row.state, row.result, row.completed_ms),
+            );
         }
     }
 

@@ -182,7 +182,7 @@ impl World {
             .checker
             .inbox
             .get(message)
-            .is_some_and(|(_, state, _)| state.is_final());
+            .is_some_and(|(_, state, ..)| state.is_final());
         let (Some(result), false) = (row.result, was_final) else {
             return Ok(());
         };
