@@ -1021,13 +1021,7 @@ fn fires_converges() {
             .any(|f| f.contains("task-1 is running and not in manual review")),
         "converges: {failures:?}"
     );
-    let now = world.now;
-    world.db.review(
-        Some(TASK),
-        ReviewReason::StoreCannotConfirm,
-        artifact_token().to_string(),
-        now,
-    );
+    review_artifact(&mut world);
     assert_eq!(world.convergence_failures(), Vec::<String>::new());
 
     // A message still in flight.
@@ -1113,6 +1107,18 @@ fn converges_fires_for_a_poison_failure_without_its_dead_letter() {
         failures.iter().any(|f| f
             == "task-1 failed with UNSUPPORTED_FORMAT and its message never reached the dead-letter queue"),
         "converges: {failures:?}"
+    );
+}
+
+/// Sends task-1 to manual review for its artifact, as a store that cannot
+/// confirm a put does: what `converges` then excuses.
+fn review_artifact(world: &mut World) {
+    let now = world.now;
+    world.db.review(
+        Some(TASK),
+        ReviewReason::StoreCannotConfirm,
+        artifact_token().to_string(),
+        now,
     );
 }
 
@@ -1656,13 +1662,7 @@ fn converges_fires_when_retention_does_not_happen() {
         vec!["task-1 settled, its idempotency record expired, but never compacted".to_string()]
     );
     // Under review, its rows wait for the human who settles it.
-    let now = world.now;
-    world.db.review(
-        Some(TASK),
-        ReviewReason::StoreCannotConfirm,
-        artifact_token().to_string(),
-        now,
-    );
+    review_artifact(&mut world);
     assert_eq!(world.convergence_failures(), Vec::<String>::new());
 
     // A record kept past the tick it was due at; due within the last
