@@ -342,7 +342,7 @@ impl World {
             self.rec.outcome = "kept";
             self.sometimes("retention-kept-unfinished");
         }
-        self.compact_deferred();
+        self.compact_deferred(COMPACTIONS_RETRIED_PER_EXPIRY);
         self.finish();
     }
 
@@ -352,14 +352,17 @@ impl World {
     /// line. A few per expiry, not all: behind a backlog (the events of
     /// an overloaded run wait long for the projector) thousands wait, and
     /// looking at every one at every expiry took 45% of a 3x10^6-step run.
-    /// Each expiry adds at most one, so the line drains.
-    fn compact_deferred(&mut self) {
-        for _ in 0..COMPACTIONS_RETRIED_PER_EXPIRY.min(self.compaction_deferred.len()) {
+    /// Each expiry adds at most one, so the line drains. Looks at up to
+    /// `most`; returns whether any was compacted.
+    fn compact_deferred(&mut self, most: usize) -> bool {
+        let waiting = self.compaction_deferred.len();
+        for _ in 0..most.min(waiting) {
             let task = self.compaction_deferred.pop_front().expect("counted");
             if !self.compact_task(task) {
                 self.compaction_deferred.push_back(task);
             }
         }
+        self.compaction_deferred.len() < waiting
     }
 
     /// Looks again, a reconcile period after the last look, at the
@@ -375,14 +378,7 @@ impl World {
             self.finish();
             return;
         }
-        let waiting = self.compaction_deferred.len();
-        for _ in 0..COMPACTIONS_RETRIED_PER_STEP.min(waiting) {
-            let task = self.compaction_deferred.pop_front().expect("counted");
-            if !self.compact_task(task) {
-                self.compaction_deferred.push_back(task);
-            }
-        }
-        self.rec.outcome = if self.compaction_deferred.len() < waiting {
+        self.rec.outcome = if self.compact_deferred(COMPACTIONS_RETRIED_PER_STEP) {
             "compacted"
         } else {
             "kept"
