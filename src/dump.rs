@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::hash::hex;
-use crate::task::json::{event_to_json, state_to_json};
+use crate::lesson_json::{event_to_json, state_to_json};
 use crate::world::World;
 use crate::world::stores::broker::EntryState;
 use crate::world::stores::cache::{CacheEntry, cache_key};

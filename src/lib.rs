@@ -12,6 +12,7 @@ pub mod fuzz;
 pub mod hash;
 pub mod input;
 pub mod invariants;
+pub mod lesson_json;
 pub mod mutants;
 pub mod output;
 pub mod prng;

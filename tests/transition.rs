@@ -12,11 +12,11 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 use sim::hash::{hex, sha256};
-use sim::task::json::{
-    Reading, TransitionInput, event_from_json, event_payload_sha256, event_to_json,
-    parse_event_line, parse_transition_line, result_to_json, state_from_json, state_sha256,
-    state_to_json, write_event, write_result, write_state,
+use sim::lesson_json::{
+    Reading, TransitionInput, event_from_json, event_to_json, parse_event_line,
+    parse_transition_line, result_to_json, state_from_json, state_to_json,
 };
+use sim::task::json::{event_payload_sha256, state_sha256, write_event, write_result, write_state};
 use sim::task::replay::{InvalidHistory, ReplayFailure, fold, replay};
 use sim::task::{
     EventBody, EventType, Policy, RejectReason, Status, TaskEvent, TaskState, Text, Transition,

@@ -325,7 +325,7 @@ pub fn measure(workload: &Workload) -> Sample {
             let watch = Stopwatch::start();
             let code = crate::cli::transition::transition_to(
                 Some(&path),
-                crate::task::json::Reading::Strict,
+                crate::lesson_json::Reading::Strict,
                 null,
             );
             let nanos = watch.nanos() as u64;

@@ -245,10 +245,10 @@ fn dispatch(command: Command) -> u8 {
     }
 }
 
-fn reading(lenient: bool) -> crate::task::json::Reading {
+fn reading(lenient: bool) -> crate::lesson_json::Reading {
     if lenient {
-        crate::task::json::Reading::Lenient
+        crate::lesson_json::Reading::Lenient
     } else {
-        crate::task::json::Reading::Strict
+        crate::lesson_json::Reading::Strict
     }
 }

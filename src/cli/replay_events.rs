@@ -9,7 +9,8 @@ use std::path::Path;
 
 use crate::error::{EXIT_INPUT, EXIT_OK, EXIT_VIOLATION, InputError};
 use crate::input::{HISTORY_BYTES_MAX, LINE_BYTES_MAX, Line, read_line};
-use crate::task::json::{Reading, parse_event_line, write_state};
+use crate::lesson_json::{Reading, invalid_history_to_json, parse_event_line};
+use crate::task::json::write_state;
 use crate::task::replay::{InvalidHistory, replay};
 use crate::task::{Policy, TaskEvent, Text};
 
@@ -57,7 +58,7 @@ pub fn run_replay_events(file: &Path, policy: Policy, task: Option<&str>, readin
         }
         Err(invalid) => {
             let at = lines[failing_index(&ordered, policy, &invalid)];
-            let mut json = invalid.to_json();
+            let mut json = invalid_history_to_json(&invalid);
             json["invalid"]["line"] = at.into();
             (json.to_string(), EXIT_VIOLATION)
         }

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use crate::error::{EXIT_INPUT, EXIT_OK};
 use crate::input::{LINE_BYTES_MAX, Line, read_line};
-use crate::task::json::{Reading, parse_transition_line, write_result};
+use crate::lesson_json::{Reading, parse_transition_line};
+use crate::task::json::write_result;
 use crate::task::transition;
 
 /// Input and output buffers: large enough that a million lines cost a few

@@ -504,9 +504,9 @@ impl Parser<'_> {
                 _ => {
                     let value = required("event")?;
                     let json = self.json(value, &field("event"))?;
-                    let event = crate::task::json::event_from_json(
+                    let event = crate::lesson_json::event_from_json(
                         &json,
-                        crate::task::json::Reading::Strict,
+                        crate::lesson_json::Reading::Strict,
                     )
                     .map_err(|message| {
                         self.error(

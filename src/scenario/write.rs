@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::config::Config;
 use crate::faults::{Placement, ScriptedFault};
 use crate::hash::{hex, sha256};
-use crate::task::json::event_to_json;
+use crate::lesson_json::event_to_json;
 
 use super::{DeadLetterRef, Request, RequestKind, Scenario, Target};
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::fmt;
 
-use crate::task::json::{event_payload_sha256, state_to_json};
+use crate::task::json::event_payload_sha256;
 use crate::task::transition::initial_state;
 use crate::task::{Policy, RejectReason, TaskEvent, TaskState, Text, Transition, transition};
 
@@ -110,20 +110,5 @@ fn invalid(event: &TaskEvent, reason: ReplayFailure, state_before: TaskState) ->
         sequence: event.sequence,
         reason,
         state_before,
-    }
-}
-
-impl InvalidHistory {
-    /// `{"invalid":{"eventId","reason","sequence"},"stateBefore":{…}}`, the
-    /// shape `sim replay-events` prints.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "invalid": {
-                "eventId": &*self.event_id,
-                "sequence": self.sequence,
-                "reason": self.reason.as_str(),
-            },
-            "stateBefore": state_to_json(&self.state_before),
-        })
     }
 }
