@@ -116,7 +116,9 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         id,
         state: initial_state(Text::from(id.to_string())),
         key: Text::from(key),
-        fingerprint: first.fingerprint,
+        // The input's own fingerprint: task-1 may be compacted, holding a
+        // placeholder where its input was.
+        fingerprint: sim::world::actors::client::fingerprint(&first.input),
         input: Arc::clone(&first.input),
         input_sha256: first.input_sha256,
         replay_of: None,
@@ -196,6 +198,101 @@ fn fires_one_task_per_intent() {
 }
 
 #[test]
+fn fires_malformed_create_refused() {
+    let mut world = happy();
+    let intent = IntentId(1);
+    let at = world
+        .intents
+        .get(intent)
+        .expect("the intent is live")
+        .first
+        .expect("the intent was answered")
+        .deadline_ms
+        - 1;
+    // The happy path's key is well formed: refusing it as malformed breaks
+    // the rule, either way.
+    for code in ["INVALID_IDEMPOTENCY_KEY", "INVALID_INPUT"] {
+        fires(
+            &mut world,
+            answered(intent, Answer::Refused(code), at),
+            "malformed-create-refused",
+        );
+    }
+    // Owed a refusal of its key, it may get only that one.
+    // (As a fresh intent: its first answer is judged by `one-task-per-intent`.)
+    let row = world.intents.get_mut(intent).expect("the intent is live");
+    row.malformed = Some("INVALID_IDEMPOTENCY_KEY");
+    row.first = None;
+    clean(
+        &mut world,
+        answered(intent, Answer::Refused("INVALID_IDEMPOTENCY_KEY"), at),
+    );
+    for wrong in [
+        Answer::Accepted(TASK),
+        Answer::Refused("INVALID_INPUT"),
+        Answer::Refused("QUOTA_EXCEEDED"),
+    ] {
+        fires(
+            &mut world,
+            answered(intent, wrong, at),
+            "malformed-create-refused",
+        );
+    }
+}
+
+#[test]
+fn fires_task_input_matches_fingerprint() {
+    let mut world = happy();
+    let created = || Touched {
+        created: vec![TASK],
+        ..Touched::default()
+    };
+    // Judged where a task is made; the happy path's task holds its input.
+    let row = world.db.task(TASK);
+    assert_eq!(
+        sim::world::actors::client::fingerprint(&row.input),
+        row.fingerprint
+    );
+    // A task holding another input than its request's (a replay made from
+    // a compacted task's placeholder) breaks it.
+    world.db.task_mut(TASK).input = world.compacted_input.clone();
+    fires(&mut world, created(), "task-input-matches-fingerprint");
+}
+
+#[test]
+fn the_key_rule_is_the_lessons_pattern() {
+    use sim::world::truth::intents::refusal_owed;
+    let key = |length: usize| "k".repeat(length);
+    assert_eq!(refusal_owed(&key(5), true), Some("INVALID_IDEMPOTENCY_KEY"));
+    assert_eq!(refusal_owed(&key(6), true), None);
+    assert_eq!(refusal_owed(&key(80), true), None);
+    assert_eq!(
+        refusal_owed(&key(81), true),
+        Some("INVALID_IDEMPOTENCY_KEY")
+    );
+    assert_eq!(refusal_owed("AZaz09_-", true), None);
+    for bad in [
+        "has.dot",
+        "has space",
+        "has/slash",
+        "ünicode-key",
+        "tab\tkey",
+    ] {
+        assert_eq!(
+            refusal_owed(bad, true),
+            Some("INVALID_IDEMPOTENCY_KEY"),
+            "{bad}"
+        );
+    }
+    // The key is checked first, then the input.
+    assert_eq!(refusal_owed(&key(6), false), Some("INVALID_INPUT"));
+    assert_eq!(
+        refusal_owed(&key(5), false),
+        Some("INVALID_IDEMPOTENCY_KEY")
+    );
+}
+
+#[test]
 fn fires_one_task_per_key() {
     let mut world = completed_with_live_record();
     let key = first_key(&world);
@@ -254,7 +351,7 @@ fn fires_key_bound_to_fingerprint() {
     // The same key sent with another input is another intent.
     let mut other = world.db.task(TASK).fingerprint;
     other[0] ^= 0xff;
-    let intent = world.intent_for(&key, other, false);
+    let intent = world.intent_for(&key, other, true, false);
     assert_ne!(intent, IntentId(1));
     let at = world.now;
     // Refused as a reuse of the key: fine.

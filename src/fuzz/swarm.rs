@@ -110,6 +110,7 @@ pub fn draw(seed: u64) -> Draw {
         replay: rng.range(0, 4) as u32,
         outside: 0,
         operator: 0,
+        malformed: 0,
     };
     draw_rates(&mut rng, true);
     // Drawn last, so the earlier draws of a seed keep their values.
@@ -120,6 +121,11 @@ pub fn draw(seed: u64) -> Draw {
     // open effects and deferred compactions. Drawn after the rest.
     if rng.chance(333_333) {
         config.idempotency_ttl_ms = rng.range(2, 20) * 500;
+    }
+    // A quarter of the worlds send creates at the edges of the key and
+    // input checks. Drawn after the rest.
+    if rng.chance(250_000) {
+        mix.malformed = rng.range(1, 3) as u32;
     }
     Draw { config, rates, mix }
 }

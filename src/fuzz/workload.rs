@@ -39,6 +39,11 @@ pub struct WorkloadMix {
     /// An operator action at a random moment: a handler bump, or a replay
     /// of any work dead letter (again, or one that does not exist).
     pub operator: u32,
+    /// A create at the edges of what the API checks before reading
+    /// anything: a key outside `^[A-Za-z0-9_-]{6,80}$` (too short, too
+    /// long, a character the pattern refuses), an input with no string
+    /// `doc`, or a key just inside the pattern (6 or 80 characters).
+    pub malformed: u32,
 }
 
 impl Default for WorkloadMix {
@@ -55,6 +60,7 @@ impl Default for WorkloadMix {
             replay: 2,
             outside: 0,
             operator: 0,
+            malformed: 0,
         }
     }
 }
@@ -64,7 +70,7 @@ impl Default for WorkloadMix {
 pub struct Generator {
     rng: Prng,
     /// The mix's weights in request-kind order, and their sum.
-    weights: [u32; 10],
+    weights: [u32; 11],
     total: u64,
     gap_ms_max: u64,
     clients: u16,
@@ -80,6 +86,9 @@ pub struct Generator {
     handler_version: u64,
     /// Outside events issued, for their unique ids.
     outside_issued: u64,
+    /// Creates at the edges of the key and input checks issued, for keys
+    /// of their own.
+    edges_issued: u64,
 }
 
 const RECENT_MAX: usize = 64;
@@ -114,6 +123,34 @@ fn input_document(doc: u64, title: Option<u64>) -> Arc<Input> {
     }
 }
 
+/// The shapes `Generator::edge_create` draws from.
+const EDGE_SHAPES: u64 = 5;
+
+/// Characters `^[A-Za-z0-9_-]$` refuses, some of which every text writer
+/// (trace, dump, reproducer, timeline) must escape.
+const REFUSED_CHARS: [char; 8] = ['.', ' ', '/', '"', '\\', 'é', '\t', '+'];
+
+/// A key of exactly `length` characters the pattern allows: `prefix`, a
+/// `-`, the serial, padded or cut to length with `0`s.
+fn edge_key(prefix: &str, serial: u64, length: usize) -> Text {
+    let mut key = String::with_capacity(length.max(24));
+    key.push_str(prefix);
+    key.push('-');
+    push_decimal(&mut key, serial);
+    // The serial last, so keys cut short still differ where they can.
+    let tail: String = key
+        .chars()
+        .rev()
+        .take(length)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let mut padded = "0".repeat(length.saturating_sub(tail.chars().count()));
+    padded.push_str(&tail);
+    padded.into()
+}
+
 fn intent_key(intent: u64) -> Text {
     let mut key = TextBuf::new();
     key.put("intent-");
@@ -140,6 +177,7 @@ impl Generator {
             mix.replay,
             mix.outside,
             mix.operator,
+            mix.malformed,
         ];
         Generator {
             rng: Prng::new(seed, Stream::Workload),
@@ -155,6 +193,7 @@ impl Generator {
             bumped: false,
             handler_version: 1,
             outside_issued: 0,
+            edges_issued: 0,
         }
     }
 
@@ -201,6 +240,68 @@ impl Generator {
     /// The key of one of the recent creates.
     fn recent_key(&mut self) -> Option<Text> {
         self.recent().map(|recent| recent.key)
+    }
+
+    /// A create at the edge of the API's first checks (`WorkloadMix::malformed`).
+    fn edge_create(&mut self, at_ms: u64) -> Request {
+        self.edges_issued += 1;
+        let serial = self.edges_issued;
+        let shape = self.rng.below(EDGE_SHAPES);
+        let (key, input) = match shape {
+            // Too short: one to five characters the pattern allows.
+            0 => {
+                let length = self.rng.range(1, 5) as usize;
+                (edge_key("e", serial, length), self.input(false))
+            }
+            // Too long: 81 to 90.
+            1 => {
+                let length = self.rng.range(81, 90) as usize;
+                (edge_key("e", serial, length), self.input(false))
+            }
+            // A character the pattern refuses, anywhere in a key of a
+            // length it allows.
+            2 => {
+                let mut key: Vec<char> = edge_key("bad", serial, 20).chars().collect();
+                let at = self.rng.index(key.len());
+                key[at] = REFUSED_CHARS[self.rng.index(REFUSED_CHARS.len())];
+                (
+                    key.into_iter().collect::<String>().into(),
+                    self.input(false),
+                )
+            }
+            // A well-formed key and an input that is not a document.
+            3 => {
+                let doc = self.rng.below(1_000_000);
+                let input = if self.rng.chance(500_000) {
+                    let mut canonical = String::from(r#"{"title":"title-"#);
+                    push_decimal(&mut canonical, doc);
+                    canonical.push_str(r#""}"#);
+                    Input::canonical(canonical, false, 1)
+                } else {
+                    let mut canonical = String::from(r#"{"doc":"#);
+                    push_decimal(&mut canonical, doc);
+                    canonical.push('}');
+                    Input::canonical(canonical, false, 1)
+                };
+                (edge_key("input", serial, 20), input)
+            }
+            // Just inside the pattern: 6 or 80 characters, `_` and `-`
+            // included. Kept among the recent creates, for retries.
+            _ => {
+                let length = if self.rng.chance(500_000) { 6 } else { 80 };
+                let key = edge_key("e_", serial, length);
+                let input = self.input(false);
+                if self.recent.len() == RECENT_MAX {
+                    self.recent.pop_front();
+                }
+                self.recent.push_back(Recent {
+                    key: key.clone(),
+                    input: input.clone(),
+                });
+                (key, input)
+            }
+        };
+        self.request(at_ms, RequestKind::Create { key, input })
     }
 
     /// The next handler version: every bump goes one up.
@@ -315,6 +416,7 @@ impl Generator {
                 };
                 self.request(now, kind)
             }
+            10 => self.edge_create(now),
             _ => self.new_create(now, false),
         };
         (request, gap)

@@ -73,6 +73,14 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "no consumer applies an event whose id the event store holds with another payload: at each sequence, the projector's model applied the stored event's payload hash",
     },
     Invariant {
+        id: "task-input-matches-fingerprint",
+        statement: "a task is created holding the input its request's fingerprint names, a dead-letter replay the input of the task it replays: what the worker transforms is what the client sent",
+    },
+    Invariant {
+        id: "malformed-create-refused",
+        statement: "a create whose idempotency key is not ^[A-Za-z0-9_-]{6,80}$ is refused INVALID_IDEMPOTENCY_KEY, else one whose input is not a document with a string doc INVALID_INPUT, whatever state the world is in; a well-formed create is never refused with either",
+    },
+    Invariant {
         id: "quota-never-oversold",
         statement: "accepted creates never exceed the quota",
     },

@@ -153,6 +153,19 @@ impl World {
     fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
         let replay = row.replay_of.is_some();
+        if crate::world::actors::client::fingerprint(&row.input) != row.fingerprint {
+            return Err(Fired {
+                invariant: "task-input-matches-fingerprint",
+                message: format!(
+                    "{task} was created for fingerprint {} but holds an input hashing to {}{}",
+                    &hex(&row.fingerprint)[..16],
+                    &hex(&crate::world::actors::client::fingerprint(&row.input))[..16],
+                    row.replay_of
+                        .map_or(String::new(), |letter| format!(" (a replay of {letter})"))
+                ),
+                entities: vec![task.to_string(), row.key.to_string()],
+            });
+        }
         mirror_in(&mut self.checker.tasks, &self.db, task);
         let key = KeyOf::new(&row.key);
         self.checker.keys.get_or_default(key).created(task);
@@ -201,6 +214,24 @@ impl World {
             return Ok(());
         };
         let (key, fingerprint, first) = (record.key.clone(), record.fingerprint, record.first);
+        let owed = record.malformed;
+        let refused_as_malformed = matches!(
+            answer,
+            Answer::Refused("INVALID_IDEMPOTENCY_KEY" | "INVALID_INPUT")
+        );
+        if owed.is_some_and(|code| answer != Answer::Refused(code))
+            || (owed.is_none() && refused_as_malformed)
+        {
+            return Err(Fired {
+                invariant: "malformed-create-refused",
+                message: format!(
+                    "{intent} (key {key:?}) is owed {} but was answered {}",
+                    owed.unwrap_or("a check past the key and input"),
+                    describe(answer)
+                ),
+                entities: vec![key.to_string(), intent.to_string()],
+            });
+        }
         if answer == Answer::Refused("QUOTA_EXCEEDED")
             && self.checker.accepted_creates < self.db.quota_total
         {

@@ -141,7 +141,8 @@ impl World {
             Answer::Accepted(task),
         );
         self.db.replays.insert(id, task);
-        let intent = self.intent_for(&key, fingerprint, true);
+        // Not a create the API checks: the operator replays what it accepted.
+        let intent = self.intent_for(&key, fingerprint, true, true);
         self.touched
             .answers
             .push((intent, Answer::Accepted(task), self.now));

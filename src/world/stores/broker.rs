@@ -95,6 +95,10 @@ pub struct Broker {
     /// (message, error code) of every dead letter, so a worker can ask
     /// whether a dead letter it owes was already made.
     dead_lettered: BTreeSet<(OutboxId, &'static str)>,
+    /// Tasks with a message in the dead-letter queue: an operator may
+    /// replay one at any time, from the task's input, so compaction keeps
+    /// their input (the queue keeps its letters for the whole run).
+    dead_lettered_tasks: BTreeSet<TaskId>,
 }
 
 fn topic_slot(topic: Topic) -> usize {
@@ -272,7 +276,13 @@ impl Broker {
         self.unseen_dead_letters.push(id);
         self.dead_letters_changed = true;
         self.dead_lettered.insert((entry.message, error_code));
+        self.dead_lettered_tasks.insert(entry.task);
         id
+    }
+
+    /// Whether a message of `task` is in the dead-letter queue.
+    pub fn has_dead_letter_of(&self, task: TaskId) -> bool {
+        self.dead_lettered_tasks.contains(&task)
     }
 
     /// Whether `message` was dead-lettered with `error_code`.

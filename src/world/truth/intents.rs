@@ -20,6 +20,27 @@ pub struct Intent {
     pub first: Option<IntentAnswer>,
     /// Client requests and API calls in flight that carry this intent.
     pub carried: u32,
+    /// The refusal the lesson owes the request whatever state the world is
+    /// in (lesson 000 §3.1: the key and the input are checked before any
+    /// read), or `None` for a well-formed one.
+    pub malformed: Option<&'static str>,
+}
+
+/// The refusal a create with `key` and an input that `input_is_document`
+/// or not is owed before anything is read: the lesson's key pattern is
+/// `^[A-Za-z0-9_-]{6,80}$`, checked before the input's schema. Stated
+/// here on its own, apart from the API's check, so that the checker
+/// judges the API against the rule and not against itself.
+pub fn refusal_owed(key: &str, input_is_document: bool) -> Option<&'static str> {
+    let allowed = |c: char| matches!(c, 'A'..='Z' | 'a'..='z' | '0'..='9' | '_' | '-');
+    let length = key.chars().count();
+    if !(6..=80).contains(&length) || !key.chars().all(allowed) {
+        Some("INVALID_IDEMPOTENCY_KEY")
+    } else if !input_is_document {
+        Some("INVALID_INPUT")
+    } else {
+        None
+    }
 }
 
 impl Intent {

@@ -453,7 +453,11 @@ impl World {
         row.events = Vec::new();
         row.snapshots = Vec::new();
         row.effects = Vec::new();
-        row.input = self.compacted_input.clone();
+        // A dead letter of the task can be replayed at any time, as a new
+        // task with this input: only what nothing can replay drops it.
+        if !self.broker.has_dead_letter_of(task) {
+            row.input = self.compacted_input.clone();
+        }
         let rows = std::mem::take(&mut row.outbox_rows);
         for id in rows {
             self.db.inbox.discard(id);

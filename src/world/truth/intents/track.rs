@@ -13,7 +13,13 @@ impl World {
     /// else a new one. Whether an intent that binds nothing was forgotten
     /// already or not, a create after it starts a new one: the answer
     /// never depends on when housekeeping ran.
-    pub fn intent_for(&mut self, key: &Text, fingerprint: Sha, fresh: bool) -> IntentId {
+    pub fn intent_for(
+        &mut self,
+        key: &Text,
+        fingerprint: Sha,
+        input_is_document: bool,
+        fresh: bool,
+    ) -> IntentId {
         let id = IntentId(self.intents_made + 1);
         // A known intent is answered from the index; a new (or fresh) one
         // takes its slot.
@@ -42,6 +48,7 @@ impl World {
                 fingerprint,
                 first: None,
                 carried: 0,
+                malformed: refusal_owed(key, input_is_document),
             },
         );
         id
