@@ -2,7 +2,8 @@
 //! (`cargo mutants`, see `.cargo/mutants.toml`) runs, so a mutant counts as
 //! caught only when a fuzz campaign reports it. A campaign of 300 seeds x
 //! 10,000 steps on the protocol as built must find nothing (a violation, a
-//! run that does not converge, or a panic inside a seed fails it); and the
+//! run that does not converge, or a panic inside a seed fails it) and must
+//! reach every situation the world marks (`report::SITUATIONS`); and the
 //! same campaign must still catch each named mutant, or its checks have
 //! stopped looking.
 
@@ -29,6 +30,22 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
         panic!("seed {} failed: {what}", failed.seed);
     }
     assert_eq!(results.len() as u64, SEEDS, "every seed ran");
+    // Every situation the world marks is reached somewhere: a protocol or
+    // harness change that makes one unreachable (a fault that no longer
+    // fires, a replay that silently does nothing) is a finding too.
+    let unreached: Vec<&str> = sim::report::SITUATIONS
+        .into_iter()
+        .filter(|name| !sim::report::RARE_SITUATIONS.contains(name))
+        .filter(|name| {
+            results
+                .iter()
+                .all(|result| result.sometimes.get(name).copied().unwrap_or(0) == 0)
+        })
+        .collect();
+    assert!(
+        unreached.is_empty(),
+        "situations no seed reached: {unreached:?}"
+    );
 }
 
 #[test]

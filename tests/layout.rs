@@ -487,3 +487,42 @@ fn only_the_command_line_prints() {
     }
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// `report::SITUATIONS` is every name the world passes to `sometimes`: a
+/// situation added to the world is held to the campaign's floor
+/// (`tests/detect.rs`), and one removed leaves the list.
+#[test]
+fn the_situations_list_is_what_the_world_marks() {
+    let mut named = BTreeSet::new();
+    let mut texts = Vec::new();
+    for path in crate::common::files_under("src/world", "rs") {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        for (index, _) in text.match_indices("sometimes(\"") {
+            let rest = &text[index + "sometimes(\"".len()..];
+            let end = rest.find('"').expect("a closed literal");
+            named.insert(rest[..end].to_string());
+        }
+        texts.push(text);
+    }
+    let declared: BTreeSet<String> = sim::report::SITUATIONS
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    let undeclared: Vec<_> = named.difference(&declared).collect();
+    assert!(
+        undeclared.is_empty(),
+        "marked but not in SITUATIONS: {undeclared:?}"
+    );
+    let unused: Vec<_> = declared
+        .iter()
+        .filter(|name| {
+            !texts
+                .iter()
+                .any(|text| text.contains(&format!("\"{name}\"")))
+        })
+        .collect();
+    assert!(
+        unused.is_empty(),
+        "in SITUATIONS but named nowhere in src/world: {unused:?}"
+    );
+}

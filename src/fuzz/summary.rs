@@ -205,6 +205,21 @@ impl Summary {
                 if n == 0 { "  (NOT REACHED)" } else { "" }
             );
         }
+        let unreached: Vec<&str> = crate::report::SITUATIONS
+            .into_iter()
+            .filter(|name| !self.sometimes.contains_key(*name))
+            .collect();
+        let _ = writeln!(
+            out,
+            "situations   {} of {} reached{}",
+            crate::report::SITUATIONS.len() - unreached.len(),
+            crate::report::SITUATIONS.len(),
+            if unreached.is_empty() {
+                String::new()
+            } else {
+                format!("; not reached: {}", unreached.join(", "))
+            }
+        );
         let review: Vec<String> = self
             .review
             .iter()
