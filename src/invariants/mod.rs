@@ -50,7 +50,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "completed-has-verified-artifact",
-        statement: "a completed task's artifact exists, is visible, and its bytes and metadata match artifactSha256, the task and the attempt",
+        statement: "a completed task's artifact exists, is visible, and its bytes and metadata match artifactSha256, the task and the attempt; artifactSha256 is the transform of the task's own input",
     },
     Invariant {
         id: "no-visible-corrupt-artifact",
@@ -142,7 +142,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "within-budgets",
-        statement: "no task is started past attempts_max, and no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times",
+        statement: "no task is started past attempts_max nor failed ATTEMPTS_EXHAUSTED before its last attempt, and no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times",
     },
     Invariant {
         id: "append-answered-truly",

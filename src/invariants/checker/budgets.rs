@@ -1,6 +1,6 @@
 //! `within-budgets`: the retry budgets of the configuration hold, counted
 //! from durable rows by the checker: no task is started past attempt
-//! `attempts_max`, and no task's work or events are re-driven more than
+//! `attempts_max` nor failed for spent attempts before it, and no task's work or events are re-driven more than
 //! `redrive_max` times (each re-drive is a fresh outbox row; the counters
 //! the reconciler keeps are what this checks, so they are not read).
 
@@ -22,6 +22,17 @@ impl World {
         if row.state.attempt > attempts_max as i64 {
             return Err(fired(format!(
                 "{task} runs attempt {} (attempts_max = {attempts_max})",
+                row.state.attempt
+            )));
+        }
+        // And the other way: a task is failed for spent attempts only once
+        // it ran its last one (a fence or a retryable failure with attempts
+        // left retries it).
+        if row.state.terminal_error_code.as_deref() == Some("ATTEMPTS_EXHAUSTED")
+            && row.state.attempt < attempts_max as i64
+        {
+            return Err(fired(format!(
+                "{task} failed ATTEMPTS_EXHAUSTED at attempt {} of {attempts_max}",
                 row.state.attempt
             )));
         }

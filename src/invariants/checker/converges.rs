@@ -49,9 +49,19 @@ impl World {
                 entry.topic.as_str()
             ));
         }
+        // A poison message is dead-lettered once, however many copies of it
+        // met its final inbox row: each letter can be replayed, and two
+        // would replay the same work twice.
+        let mut poison_paid = std::collections::BTreeSet::new();
         for letter in &self.broker.dead_letters {
             if letter.error_code.is_empty() || letter.attempts == 0 {
                 failures.push(format!("{} lost its error code or attempts", letter.id));
+            }
+            if letter.error_code == POISON_CODE && !poison_paid.insert(letter.message) {
+                failures.push(format!(
+                    "{} was dead-lettered again for {POISON_CODE} ({})",
+                    letter.message, letter.id
+                ));
             }
         }
         // Lesson 000 §13.5: a poison failure's message reaches the dead-letter

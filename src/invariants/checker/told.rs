@@ -131,7 +131,32 @@ impl World {
     /// slow past its lease, which another then took, must not complete,
     /// fail or cancel the attempt under it. A lease that merely ran out,
     /// untaken, does not stop its holder, as it would not stop a taker.
+    /// A completion names the transform of the task's own input: what the
+    /// worker wrote, verified and committed is what the client asked for.
+    /// Worked out here from the input, not read from the world's cached
+    /// expectation, which the worker's verification also reads.
+    fn check_transform(&self, task: crate::world::engine::ids::TaskId) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        let (sha, _) = crate::world::actors::worker::artifact_for(task, &row.input.canonical);
+        let named = row.state.artifact_sha256.as_deref();
+        if named.is_some_and(|text| crate::hash::hex_is(text, &sha)) {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "completed-has-verified-artifact",
+            message: format!(
+                "{task} completed with artifact {} but its input transforms to {}",
+                named.unwrap_or("none"),
+                crate::hash::hex(&sha)
+            ),
+            entities: vec![task.to_string()],
+        })
+    }
+
     pub(super) fn check_commit(&self, commit: Commit) -> Result<(), Fired> {
+        if commit.kind == EventType::TaskCompleted {
+            self.check_transform(commit.task)?;
+        }
         let ends_attempt = matches!(
             commit.kind,
             EventType::TaskCompleted
