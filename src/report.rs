@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 41] = [
+pub const SITUATIONS: [&str; 47] = [
     "actor-paused",
     "altered-event-refetched",
     "attempt-resumed",
@@ -52,6 +52,12 @@ pub const SITUATIONS: [&str; 41] = [
     "broker-outage",
     "cache-delete-retried",
     "cancellation-pending-refused",
+    "client-heard-accepted",
+    "client-heard-cancel-recorded",
+    "client-heard-cancel-refused",
+    "client-heard-not-found",
+    "client-heard-refused",
+    "client-heard-status",
     "compensation",
     "completion-won-cancellation-race",
     "dead-letter-redriven",

@@ -6,6 +6,7 @@ use crate::world::actors::api::{ApiPhase, Call, Response};
 use crate::world::engine::ids::{ActorId, ActorKind, CallId, RequestId};
 use crate::world::engine::schedule::Wake;
 use crate::world::engine::step::Verb;
+use crate::world::stores::db::Answer;
 use crate::world::input::{Request, RequestKind};
 
 use super::*;
@@ -185,6 +186,16 @@ impl World {
         if let Some(answers) = &mut self.answers {
             answers.answered(id.0, outgoing.sends, self.now, &response);
         }
+        // What clients hear, by kind: a campaign in which no client ever
+        // hears one of these has lost a path from the API back to them.
+        self.sometimes(match &response {
+            Response::Create(Answer::Accepted(_)) => "client-heard-accepted",
+            Response::Create(Answer::Refused(_)) => "client-heard-refused",
+            Response::Cancel(Ok(_)) => "client-heard-cancel-recorded",
+            Response::Cancel(Err(_)) => "client-heard-cancel-refused",
+            Response::Status(Some(_)) => "client-heard-status",
+            Response::Status(None) => "client-heard-not-found",
+        });
         self.end_request(id);
     }
 
