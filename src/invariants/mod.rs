@@ -105,6 +105,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a delivery whose id and hash match an inbox row in a final state is answered with the recorded result and an ack: no new effect, no failure, no nack",
     },
     Invariant {
+        id: "job-ends-with-an-answer",
+        statement: "a worker's job on a delivery ends (the worker falls idle, not by a crash) only after it acked, nacked or quarantined the delivery, or let it go to come back after its visibility timeout: no delivery is silently abandoned",
+    },
+    Invariant {
         id: "bounded-deliveries",
         statement: "the broker delivers no entry more than delivery_attempts_max times",
     },

@@ -646,6 +646,19 @@ impl World {
                 });
             }
         }
+        if touch.act == DeliveryAct::End {
+            if self.checker.deliveries.get(touch.delivery).is_some() {
+                return Err(Fired {
+                    invariant: "job-ends-with-an-answer",
+                    message: format!(
+                        "a worker fell idle from its delivery of {message} (delivery {}) without acking, nacking, quarantining or letting it go",
+                        touch.delivery
+                    ),
+                    entities: vec![message.to_string()],
+                });
+            }
+            return Ok(());
+        }
         if matches!(
             touch.act,
             DeliveryAct::Ack(_) | DeliveryAct::Nack | DeliveryAct::Quarantine | DeliveryAct::Drop

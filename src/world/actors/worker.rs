@@ -70,6 +70,9 @@ pub enum DeliveryAct {
     Quarantine,
     /// Let go without an answer (it comes back after its visibility timeout).
     Drop,
+    /// The worker's job on it is over (it fell idle, not by a crash): an
+    /// answer or a let-go must have come before.
+    End,
 }
 
 /// One act on one delivery, with what identifies its content.

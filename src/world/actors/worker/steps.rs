@@ -108,9 +108,12 @@ impl World {
                 }
             }
             Step::Next(..) | Step::Done => {
-                if crashed {
-                    self.touch_delivery(&job, DeliveryAct::Drop);
-                }
+                let act = if crashed {
+                    DeliveryAct::Drop
+                } else {
+                    DeliveryAct::End
+                };
+                self.touch_delivery(&job, act);
                 self.workers[index].phase = WorkerPhase::Idle;
                 self.finish();
                 self.worker_idle(index);
