@@ -480,6 +480,25 @@ fn fires_completed_has_verified_artifact() {
         tasks(&[TASK]),
         "completed-has-verified-artifact",
     );
+
+    // Judged at the completing commit: the artifact it names is the
+    // transform of the task's own input. One of another input (worker,
+    // world and store agreeing among themselves) breaks it.
+    let mut world = happy();
+    let completed = || Touched {
+        commits: vec![sim::world::Commit {
+            task: TASK,
+            kind: EventType::TaskCompleted,
+            attempt: 1,
+            actor: ActorId::RECONCILER,
+            incarnation: 0,
+            lease: None,
+        }],
+        ..Touched::default()
+    };
+    clean(&mut world, completed());
+    world.db.task_mut(TASK).input = world.compacted_input.clone();
+    fires(&mut world, completed(), "completed-has-verified-artifact");
 }
 
 #[test]
@@ -770,6 +789,42 @@ fn fires_inbox_conflict_quarantined() {
             "{then:?}"
         );
     }
+}
+
+#[test]
+fn fires_job_ends_with_an_answer() {
+    let mut world = happy();
+    // A message no inbox row knows: a fresh delivery, not a duplicate.
+    let message = OutboxId(9_999);
+    let ends_after = |world: &mut World, then: Option<DeliveryAct>| {
+        let delivery = world.new_delivery_id();
+        let touch = |act| DeliveryTouch {
+            delivery,
+            message,
+            payload_sha256: [7; 32],
+            act,
+        };
+        let mut acts = vec![touch(DeliveryAct::Register)];
+        acts.extend(then.map(touch));
+        acts.push(touch(DeliveryAct::End));
+        fired(
+            world,
+            Touched {
+                deliveries: acts,
+                ..Touched::default()
+            },
+        )
+    };
+    // Answered or let go before the job ends: fine.
+    for then in [DeliveryAct::Ack(None), DeliveryAct::Nack, DeliveryAct::Drop] {
+        assert_eq!(ends_after(&mut world, Some(then)), None, "{then:?}");
+    }
+    // Processed and then dropped on the floor: the delivery is abandoned.
+    assert_eq!(
+        ends_after(&mut world, Some(DeliveryAct::Work)),
+        Some("job-ends-with-an-answer")
+    );
+    assert!(sim::invariants::is_invariant("job-ends-with-an-answer"));
 }
 
 /// The checker keeps the class of each delivery a worker registered until
@@ -1198,6 +1253,17 @@ fn converges_fires_for_a_poison_failure_without_its_dead_letter() {
     let finished = crate::common::run_clean(&scenario);
     let mut world = finished.world;
     assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    // Paid twice: two letters could replay the same work twice.
+    let mut twice = world.clone();
+    let again = twice.broker.dead_letters[0].clone();
+    twice.broker.dead_letters.push(again);
+    let failures = twice.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f.starts_with("outbox-1 was dead-lettered again for UNSUPPORTED_FORMAT")),
+        "converges: {failures:?}"
+    );
     world.broker.dead_letters.clear();
     let failures = world.convergence_failures();
     assert!(
@@ -1562,6 +1628,26 @@ fn fires_within_budgets() {
     let mut world = happy();
     world.config.attempts_max = 0;
     fires(&mut world, tasks(&[TASK]), "within-budgets");
+    // A task a fuzz world failed for spent attempts, at its last attempt:
+    // with one attempt more allowed, it failed too early.
+    let (mut world, exhausted) = (1..=40)
+        .find_map(|seed| {
+            let (_, mut world, _) = sim::fuzz::campaign::fuzz_world(seed, 10_000, None);
+            while world.steps < 10_000 && world.step() == Stepped::Step {
+                let failed = world.db.tasks.iter().find(|row| {
+                    row.state.terminal_error_code.as_deref() == Some("ATTEMPTS_EXHAUSTED")
+                });
+                if let Some(row) = failed {
+                    let id = row.id;
+                    return Some((world, id));
+                }
+            }
+            None
+        })
+        .expect("a fuzz world exhausts some task's attempts");
+    clean(&mut world, tasks(&[exhausted]));
+    world.config.attempts_max += 1;
+    fires(&mut world, tasks(&[exhausted]), "within-budgets");
 }
 
 #[test]
