@@ -6,8 +6,8 @@ use crate::world::actors::api::{ApiPhase, Call, Response};
 use crate::world::engine::ids::{ActorId, ActorKind, CallId, RequestId};
 use crate::world::engine::schedule::Wake;
 use crate::world::engine::step::Verb;
-use crate::world::stores::db::Answer;
 use crate::world::input::{Request, RequestKind};
+use crate::world::stores::db::Answer;
 
 use super::*;
 
