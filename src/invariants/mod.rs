@@ -118,7 +118,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "compensation-recorded",
-        statement: "once a task is terminal, every written artifact of it that was hidden has its compensation's own ledger row (the artifact's token with the compensation kind), whoever hid it: a corrupt artifact, or a verified one under cancel-wins",
+        statement: "once a task is terminal, every written artifact of it that was hidden has its compensation's own ledger row (the artifact's token with the compensation kind), whoever hid it: a corrupt artifact, or a verified one under cancel-wins; and an artifact's ledger row says compensated only where the store holds it written and hidden",
     },
     Invariant {
         id: "retained-until-settled",

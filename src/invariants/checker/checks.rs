@@ -510,6 +510,30 @@ impl World {
                 });
             }
         }
+        // And the other way: a ledger row says an artifact was taken back
+        // only where the store shows one written and hidden (a fenced
+        // attempt that never wrote is failed, not compensated).
+        for ledger in &row.effects {
+            if ledger.token.kind != EffectKind::Artifact
+                || ledger.state != crate::world::stores::db::EffectState::Compensated
+            {
+                continue;
+            }
+            let taken_back = self
+                .store
+                .get(ledger.token)
+                .is_some_and(|object| object.hidden && !object.versions.is_empty());
+            if !taken_back {
+                return Err(Fired {
+                    invariant: "compensation-recorded",
+                    message: format!(
+                        "{task}'s ledger says {} was compensated, but the store holds no written artifact of it that is hidden",
+                        ledger.token
+                    ),
+                    entities: vec![task.to_string(), ledger.token.to_string()],
+                });
+            }
+        }
         Ok(())
     }
 
