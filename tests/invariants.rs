@@ -1372,6 +1372,17 @@ fn fires_compensation_recorded() {
         .effects
         .retain(|row| row.token.kind != EffectKind::Compensation);
     fires(&mut world, tasks(&[TASK]), "compensation-recorded");
+    // The other way: the happy path's visible artifact, its ledger row
+    // claiming a compensation the store does not show.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    world
+        .db
+        .task_mut(TASK)
+        .effect_mut(artifact_token())
+        .expect("the artifact's ledger row")
+        .state = sim::world::stores::db::EffectState::Compensated;
+    fires(&mut world, tasks(&[TASK]), "compensation-recorded");
 }
 
 #[test]
