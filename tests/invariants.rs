@@ -1386,6 +1386,38 @@ fn fires_compensation_recorded() {
 }
 
 #[test]
+fn fires_start_names_its_holder() {
+    let running = |world: &World| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| row.state.status == Status::Running)
+    };
+    let mut world = stepped_until(&happy_path_with(""), running);
+    let worker = ActorId::new(ActorKind::Worker, 0);
+    let started = || Touched {
+        commits: vec![sim::world::Commit {
+            task: TASK,
+            kind: EventType::TaskStarted,
+            attempt: 1,
+            actor: worker,
+            incarnation: 0,
+            lease: None,
+        }],
+        ..Touched::default()
+    };
+    clean(&mut world, started());
+    // The event names another worker than the one that holds the lease.
+    let mut other = world.clone();
+    other.db.task_mut(TASK).state.worker_id = Some(Text::from("worker-2"));
+    fires(&mut other, started(), "start-names-its-holder");
+    // Or a lease that is not the one granted.
+    let state = &mut world.db.task_mut(TASK).state;
+    state.lease_until_epoch_ms = state.lease_until_epoch_ms.map(|until| until * 2);
+    fires(&mut world, started(), "start-names-its-holder");
+}
+
+#[test]
 fn fires_lease_never_taken_live() {
     let mut world = happy();
     let now = world.now;
@@ -1580,7 +1612,10 @@ fn fires_commit_respects_live_lease() {
     ] {
         clean(&mut world, committed(EventType::TaskCompleted, held));
     }
-    clean(&mut world, committed(EventType::TaskStarted, Some(others)));
+    // A start ends no attempt (what it names is start-names-its-holder's).
+    let start = fired(&mut world, committed(EventType::TaskStarted, Some(others)));
+    assert_ne!(start, Some("commit-respects-live-lease"));
+    world.violation = None;
     // Under another holder's live lease, or another incarnation's.
     let restarted = Lease {
         incarnation: 2,

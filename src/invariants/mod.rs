@@ -117,6 +117,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task's lease passes to another holder, or another incarnation of its holder, only after it ran out: renewing one's own lease is fine, taking a live one lets two attempts run at once",
     },
     Invariant {
+        id: "start-names-its-holder",
+        statement: "a TaskStarted a worker commits names that worker (worker-N) and the lease it holds: the state's workerId, attempt and leaseUntilEpochMs are the lease row's holder, attempt and expiry",
+    },
+    Invariant {
         id: "compensation-recorded",
         statement: "once a task is terminal, every written artifact of it that was hidden has its compensation's own ledger row (the artifact's token with the compensation kind), whoever hid it: a corrupt artifact, or a verified one under cancel-wins; and an artifact's ledger row says compensated only where the store holds it written and hidden",
     },

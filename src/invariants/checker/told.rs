@@ -153,9 +153,48 @@ impl World {
         })
     }
 
+    /// A start a worker commits names that worker and the lease it holds:
+    /// readers of the event (a projection, an operator) see who runs the
+    /// attempt and until when. The worker's name is worked out here from
+    /// its id, as `worker-N`.
+    fn check_started(&self, commit: Commit) -> Result<(), Fired> {
+        let row = self.db.task(commit.task);
+        let named = format!("worker-{}", commit.actor.index + 1);
+        let lease = row.lease.filter(|lease| lease.holder == commit.actor);
+        let worker_ok = row.state.worker_id.as_deref() == Some(named.as_str());
+        let lease_ok = lease.is_some_and(|lease| {
+            row.state.lease_until_epoch_ms == Some(lease.until_ms as i64)
+                && i64::from(lease.attempt) == row.state.attempt
+        });
+        if worker_ok && lease_ok {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "start-names-its-holder",
+            message: format!(
+                "{} started attempt {} of {} as {:?} with a lease until {:?}, but holds {}",
+                commit.actor,
+                row.state.attempt,
+                commit.task,
+                row.state.worker_id.as_deref(),
+                row.state.lease_until_epoch_ms,
+                lease.map_or("no lease".to_string(), |lease| format!(
+                    "the lease of attempt {} until {} ms",
+                    lease.attempt, lease.until_ms
+                ))
+            ),
+            entities: vec![commit.task.to_string()],
+        })
+    }
+
     pub(super) fn check_commit(&self, commit: Commit) -> Result<(), Fired> {
         if commit.kind == EventType::TaskCompleted {
             self.check_transform(commit.task)?;
+        }
+        if commit.kind == EventType::TaskStarted
+            && commit.actor.kind == crate::world::engine::ids::ActorKind::Worker
+        {
+            self.check_started(commit)?;
         }
         let ends_attempt = matches!(
             commit.kind,
