@@ -472,7 +472,11 @@ impl World {
     /// Schedules a busy actor's next step after `delay`.
     pub fn continue_after(&mut self, actor: ActorId, delay: u64) {
         let incarnation = self.life(actor).incarnation;
-        let at = self.now + self.stretched(actor, delay);
+        let stretched = self.stretched(actor, delay);
+        if stretched > delay {
+            self.sometimes("step-slowed-by-spike");
+        }
+        let at = self.now + stretched;
         self.schedule(at, Wake::Continue { actor, incarnation });
     }
 

@@ -137,7 +137,7 @@ impl World {
     /// expectation, which the worker's verification also reads.
     fn check_transform(&self, task: crate::world::engine::ids::TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
-        let (sha, _) = crate::world::actors::worker::artifact_for(task, &row.input.canonical);
+        let sha = transform_sha256(task, &row.input.canonical);
         let named = row.state.artifact_sha256.as_deref();
         if named.is_some_and(|text| crate::hash::hex_is(text, &sha)) {
             return Ok(());
@@ -367,4 +367,20 @@ pub(super) fn signal(body: &EventBody) -> Option<&str> {
         EventBody::CancellationRequested { signal_id, .. } => Some(signal_id),
         _ => None,
     }
+}
+
+/// The SHA-256 of what lesson 000's transform writes for `task`: the
+/// canonical JSON of the normalized input, the schema version and the task
+/// id (keys sorted), and a newline. The checker's own statement of it,
+/// apart from the worker's `artifact_for`, so that a worker computing the
+/// wrong bytes, consistently, is still caught.
+fn transform_sha256(
+    task: crate::world::engine::ids::TaskId,
+    canonical_input: &str,
+) -> crate::hash::Sha {
+    let text = format!(
+        "{{\"normalized\":{canonical_input},\"schemaVersion\":1,\"taskId\":\"task-{}\"}}\n",
+        task.0
+    );
+    crate::hash::sha256(text.as_bytes())
 }
