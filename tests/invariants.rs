@@ -85,6 +85,36 @@ fn answered(intent: IntentId, answer: Answer, at: u64) -> Touched {
     }
 }
 
+/// The last virtual time at which a retry of `intent` must still get
+/// its first answer (the record's deadline, less one).
+fn last_ms_bound(world: &World, intent: IntentId) -> u64 {
+    let first = world.intents.get(intent).expect("the intent is live").first;
+    first.expect("the intent was answered").deadline_ms - 1
+}
+
+/// A step that committed `kind` for task-1's attempt 1 as `actor`.
+fn committed_by(kind: EventType, actor: ActorId) -> Touched {
+    Touched {
+        commits: vec![sim::world::Commit {
+            task: TASK,
+            kind,
+            attempt: 1,
+            actor,
+            incarnation: 0,
+            lease: None,
+        }],
+        ..Touched::default()
+    }
+}
+
+/// Whether task-1 is running.
+fn task_running(world: &World) -> bool {
+    world
+        .db
+        .find_task(TASK)
+        .is_some_and(|row| row.state.status == Status::Running)
+}
+
 fn tasks(tasks: &[TaskId]) -> Touched {
     Touched {
         tasks: tasks.to_vec(),
@@ -201,14 +231,7 @@ fn fires_one_task_per_intent() {
 fn fires_malformed_create_refused() {
     let mut world = happy();
     let intent = IntentId(1);
-    let at = world
-        .intents
-        .get(intent)
-        .expect("the intent is live")
-        .first
-        .expect("the intent was answered")
-        .deadline_ms
-        - 1;
+    let at = last_ms_bound(&world, intent);
     // The happy path's key is well formed: refusing it as malformed breaks
     // the rule, either way.
     for code in ["INVALID_IDEMPOTENCY_KEY", "INVALID_INPUT"] {
@@ -485,17 +508,7 @@ fn fires_completed_has_verified_artifact() {
     // transform of the task's own input. One of another input (worker,
     // world and store agreeing among themselves) breaks it.
     let mut world = happy();
-    let completed = || Touched {
-        commits: vec![sim::world::Commit {
-            task: TASK,
-            kind: EventType::TaskCompleted,
-            attempt: 1,
-            actor: ActorId::RECONCILER,
-            incarnation: 0,
-            lease: None,
-        }],
-        ..Touched::default()
-    };
+    let completed = || committed_by(EventType::TaskCompleted, ActorId::RECONCILER);
     clean(&mut world, completed());
     world.db.task_mut(TASK).input = world.compacted_input.clone();
     fires(&mut world, completed(), "completed-has-verified-artifact");
@@ -704,14 +717,7 @@ fn fires_quota_exact() {
     // Judged at the next answer (the first intent's retry, answered as
     // before): a create charged twice (a retry charging again) breaks it.
     let intent = IntentId(1);
-    let at = world
-        .intents
-        .get(intent)
-        .expect("the intent is live")
-        .first
-        .expect("answered")
-        .deadline_ms
-        - 1;
+    let at = last_ms_bound(&world, intent);
     let retry = || answered(intent, Answer::Accepted(TASK), at);
     clean(&mut world, retry());
     world.db.quota_remaining -= 1;
@@ -1387,25 +1393,9 @@ fn fires_compensation_recorded() {
 
 #[test]
 fn fires_start_names_its_holder() {
-    let running = |world: &World| {
-        world
-            .db
-            .find_task(TASK)
-            .is_some_and(|row| row.state.status == Status::Running)
-    };
-    let mut world = stepped_until(&happy_path_with(""), running);
+    let mut world = stepped_until(&happy_path_with(""), task_running);
     let worker = ActorId::new(ActorKind::Worker, 0);
-    let started = || Touched {
-        commits: vec![sim::world::Commit {
-            task: TASK,
-            kind: EventType::TaskStarted,
-            attempt: 1,
-            actor: worker,
-            incarnation: 0,
-            lease: None,
-        }],
-        ..Touched::default()
-    };
+    let started = || committed_by(EventType::TaskStarted, worker);
     clean(&mut world, started());
     // The event names another worker than the one that holds the lease.
     let mut other = world.clone();
@@ -1698,16 +1688,10 @@ fn fires_within_budgets() {
 
 #[test]
 fn fires_lifecycle_legal() {
-    let running = |world: &World| {
-        world
-            .db
-            .find_task(TASK)
-            .is_some_and(|row| row.state.status == Status::Running)
-    };
     // task-1 running attempt 1 at v1; one event appended by hand, with the
     // state row moved on as the event says.
     let appended = |body: EventBody, status: Status| {
-        let mut world = stepped_until(&happy_path_with(""), running);
+        let mut world = stepped_until(&happy_path_with(""), task_running);
         let row = &mut world.db.tasks[TASK.slot()];
         let mut stored = row.events[0].clone();
         let event = TaskEvent {

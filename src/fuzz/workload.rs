@@ -133,22 +133,14 @@ const REFUSED_CHARS: [char; 8] = ['.', ' ', '/', '"', '\\', 'é', '\t', '+'];
 /// A key of exactly `length` characters the pattern allows: `prefix`, a
 /// `-`, the serial, padded or cut to length with `0`s.
 fn edge_key(prefix: &str, serial: u64, length: usize) -> Text {
-    let mut key = String::with_capacity(length.max(24));
+    let mut key = String::with_capacity(24);
     key.push_str(prefix);
     key.push('-');
     push_decimal(&mut key, serial);
-    // The serial last, so keys cut short still differ where they can.
-    let tail: String = key
-        .chars()
-        .rev()
-        .take(length)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
-    let mut padded = "0".repeat(length.saturating_sub(tail.chars().count()));
-    padded.push_str(&tail);
-    padded.into()
+    // The serial last, so keys cut short still differ where they can (the
+    // text is ASCII: bytes are characters).
+    let tail = &key[key.len().saturating_sub(length)..];
+    format!("{tail:0>length$}").into()
 }
 
 fn intent_key(intent: u64) -> Text {
@@ -217,15 +209,20 @@ impl Generator {
     fn new_create(&mut self, at_ms: u64, poison: bool) -> Request {
         self.next_intent += 1;
         let input = self.input(poison);
+        let key = intent_key(self.next_intent);
+        self.remember(&key, &input);
+        self.request(at_ms, RequestKind::Create { key, input })
+    }
+
+    /// Keeps a create among the recent ones; the oldest leaves when full.
+    fn remember(&mut self, key: &Text, input: &Arc<Input>) {
         if self.recent.len() == RECENT_MAX {
             self.recent.pop_front();
         }
-        let key = intent_key(self.next_intent);
         self.recent.push_back(Recent {
             key: key.clone(),
             input: input.clone(),
         });
-        self.request(at_ms, RequestKind::Create { key, input })
     }
 
     /// One of the recent creates, drawn at random.
@@ -291,13 +288,7 @@ impl Generator {
                 let length = if self.rng.chance(500_000) { 6 } else { 80 };
                 let key = edge_key("e_", serial, length);
                 let input = self.input(false);
-                if self.recent.len() == RECENT_MAX {
-                    self.recent.pop_front();
-                }
-                self.recent.push_back(Recent {
-                    key: key.clone(),
-                    input: input.clone(),
-                });
+                self.remember(&key, &input);
                 (key, input)
             }
         };
