@@ -12,6 +12,7 @@ use crate::common::load_scenario;
 use sim::invariants::INVARIANTS;
 use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
+use sim::task::json::event_payload_sha256;
 use sim::task::{EventBody, EventType, Status, TaskEvent, Text, initial_state};
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
 use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, SignalId, TaskId};
@@ -19,7 +20,7 @@ use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
     Answer, EffectKind, EffectState, IdempotencyRecord, InboxRow, Lease, OutboxRow, Payload,
-    RecordState, ReviewReason, TaskRow, Token, Topic,
+    RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Commit, Stepped, Touched, World};
@@ -591,6 +592,7 @@ fn fires_replay_matches_state() {
         },
         ..(*failed.event).clone()
     });
+    failed.payload_sha256 = event_payload_sha256(&failed.event);
     row.events.push(failed);
     row.state.version = 2;
     fires(&mut world, tasks(&[TASK]), "replay-matches-state");
@@ -1700,6 +1702,7 @@ fn fires_lifecycle_legal() {
             body,
             ..TaskEvent::clone(&stored.event)
         };
+        stored.payload_sha256 = event_payload_sha256(&event);
         stored.event = Arc::new(event);
         row.events.push(stored);
         row.state.version = 2;
@@ -1912,6 +1915,7 @@ fn fires_semantic_key_unique() {
     event.event_id = Text::from("task-1:TaskCompleted:1:restated");
     event.sequence += 1;
     row.state.version = event.sequence;
+    again.payload_sha256 = event_payload_sha256(&again.event);
     row.events.push(again);
     fires(&mut world, tasks(&[TASK]), "semantic-key-unique");
 }
@@ -1979,4 +1983,75 @@ fn fires_let_go_for_a_reason() {
     let mut world = planned.clone();
     world.db.task_mut(TASK).lease = None;
     clean(&mut world, let_go("lease-lost"));
+}
+
+#[test]
+fn fires_payload_hash_canonical() {
+    // A fourth event, stored under a new id at the next sequence. With the
+    // hash its canonical JSON has, the rehash agrees and the next check
+    // finds the state row not moved; with another hash, the rehash fires.
+    let appended_with = |hash: Option<[u8; 32]>| {
+        let mut world = happy();
+        clean(&mut world, tasks(&[TASK]));
+        let row = world.db.task_mut(TASK);
+        let mut next = row.events.last().expect("events").clone();
+        let event = Arc::make_mut(&mut next.event);
+        event.event_id = Text::from("task-1:TaskCompleted:1:again");
+        event.sequence = 3;
+        next.payload_sha256 = hash.unwrap_or_else(|| event_payload_sha256(event));
+        row.events.push(next);
+        fired(&mut world, tasks(&[TASK]))
+    };
+    assert_eq!(appended_with(None), Some("version-step-one"));
+    assert_eq!(appended_with(Some([7; 32])), Some("payload-hash-canonical"));
+}
+
+#[test]
+fn fires_rejection_names_its_reason() {
+    let rejected = |world: &mut World, task: TaskId, reason: &'static str| {
+        world.db.reject(Rejection {
+            step: world.steps,
+            task,
+            event_id: Text::from("outside-1"),
+            event_type: "TaskStarted",
+            reason,
+            actor: ActorId::new(ActorKind::Operator, 0),
+        });
+        // The rejection check reads the database's list, whatever the
+        // step touched; task-1 is clean.
+        fired(world, tasks(&[TASK]))
+    };
+    // The completed task refuses a late start as terminal: a lesson code.
+    let mut world = happy();
+    clean(&mut world, tasks(&[TASK]));
+    assert_eq!(rejected(&mut world, TASK, "TERMINAL_STATE"), None);
+    assert_eq!(rejected(&mut world, TASK, "SEMANTIC_KEY_CONFLICT"), None);
+    // A code no lesson defines, and a blank one.
+    for code in ["xyzzy", ""] {
+        let mut world = happy();
+        assert_eq!(
+            rejected(&mut world, TASK, code),
+            Some("rejection-names-its-reason")
+        );
+    }
+    // TERMINAL_STATE for a task still queued.
+    let mut world = happy();
+    let queued = insert_task(&mut world, "second-key");
+    assert_eq!(
+        rejected(&mut world, queued, "TERMINAL_STATE"),
+        Some("rejection-names-its-reason")
+    );
+    // An outside append refused under a code no lesson defines.
+    let mut world = happy();
+    let started = TaskEvent::clone(&world.db.task(TASK).events[0].event);
+    let fresh = TaskEvent {
+        event_id: Text::from("outside-1"),
+        ..started
+    };
+    clean(&mut world, appended(&fresh, "ILLEGAL_TRANSITION"));
+    fires(
+        &mut world,
+        appended(&fresh, "xyzzy"),
+        "rejection-names-its-reason",
+    );
 }

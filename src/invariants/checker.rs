@@ -18,6 +18,7 @@ mod lifecycle;
 mod retention;
 mod snapshots;
 mod told;
+mod vocabulary;
 
 /// What the checker remembers of one task between steps. Its status and
 /// version are its replay's, and the events it has seen are one per entry
@@ -164,7 +165,17 @@ pub struct Checker {
     /// rest were written since the last step. Always the report count
     /// after a step's checks, so it is not part of the identity.
     snapshot_reports_seen: usize,
+    /// How many of the database's kept rejections have been judged, in the
+    /// same way.
+    rejections_seen: usize,
+    /// How many committed events the second encoder has rehashed
+    /// (`PAYLOADS_REHASHED` a run: the emitter is one function, so its
+    /// first events show a fault as well as all of them would).
+    payloads_rehashed: usize,
 }
+
+/// Events whose payload hash the checker recomputes per run.
+const PAYLOADS_REHASHED: usize = 64;
 
 /// What the checks read of an idempotency record.
 #[derive(Clone, Copy, Debug, Hash)]
@@ -260,6 +271,7 @@ impl Checker {
             tasks,
             event_ids,
             round,
+            payloads_rehashed,
             ..
         } = self;
         let mirror = match mirror_in(tasks, db, task) {
@@ -324,6 +336,29 @@ impl Checker {
                         event.sequence, event.event_id
                     ),
                     entities: vec![task.to_string(), event.event_id.to_string()],
+                });
+            }
+        }
+        // A second encoder (serde's, through `lesson_json`) rehashes the
+        // run's first events: an emitter that drops a field or writes a
+        // value another way hashes every event consistently wrong, which no
+        // comparison of two hashes from the one emitter can see.
+        for stored in fresh {
+            if *payloads_rehashed >= PAYLOADS_REHASHED {
+                break;
+            }
+            *payloads_rehashed += 1;
+            let json =
+                crate::hash::canonical_json(&crate::lesson_json::event_to_json(&stored.event));
+            if crate::hash::sha256(json.as_bytes()) != stored.payload_sha256 {
+                return Err(Fired {
+                    invariant: "payload-hash-canonical",
+                    message: format!(
+                        "{task}'s event {} is stored with payloadSha256 {}, but its canonical JSON {json} hashes otherwise",
+                        stored.event.event_id,
+                        crate::hash::hex(&stored.payload_sha256)
+                    ),
+                    entities: vec![task.to_string(), stored.event.event_id.to_string()],
                 });
             }
         }

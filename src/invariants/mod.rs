@@ -157,6 +157,14 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the append API answers an outside event truly: duplicate only when the same event is stored under its id, a payload conflict only when another is, committed only when it is now stored, a refusal only for an id nobody holds, a semantic-key conflict only when a fact of the same type, attempt and signal is stored",
     },
     Invariant {
+        id: "payload-hash-canonical",
+        statement: "an event's stored payloadSha256 is SHA-256 of its canonical JSON as a second encoder (serde's) writes it, for the first 64 events committed in a run",
+    },
+    Invariant {
+        id: "rejection-names-its-reason",
+        statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal",
+    },
+    Invariant {
         id: "cancel-acknowledged-durable",
         statement: "a cancel an API acknowledged left its task a cancellation request carrying that request's signal, and a cancel it refused left none (a retry of a recorded cancel is acknowledged again)",
     },

@@ -109,6 +109,9 @@ impl World {
         if !self.touched.projection.is_empty() {
             check!(self.check_snapshot_reports());
         }
+        if self.checker.rejections_seen < self.db.rejections.len() {
+            check!(self.check_rejections());
+        }
         check_each!(leases, |(task, replaced)| self.check_lease(task, replaced));
         // After the task checks, which bring the checker's map of event
         // ids up to date with this step's appends.

@@ -46,6 +46,18 @@ impl World {
             message: format!("append of {} answered {answer}, but {why}", event.event_id),
             entities: vec![event.task_id.to_string(), event.event_id.to_string()],
         };
+        if !matches!(answer, "committed" | "duplicate" | "TASK_NOT_FOUND")
+            && !super::vocabulary::is_lesson_refusal(answer)
+        {
+            return Err(Fired {
+                invariant: "rejection-names-its-reason",
+                message: format!(
+                    "append of {} was refused {answer:?}, a code no lesson defines",
+                    event.event_id
+                ),
+                entities: vec![event.task_id.to_string(), event.event_id.to_string()],
+            });
+        }
         let task = TaskId::parse(&event.task_id).filter(|task| self.db.find_task(*task).is_some());
         let Some(task) = task else {
             return match answer {

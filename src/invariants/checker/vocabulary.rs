@@ -1,0 +1,77 @@
+//! `rejection-names-its-reason`: every event the store or the projector
+//! refuses is recorded, and every refused outside append answered, under a
+//! code the lessons define, and `TERMINAL_STATE` only for a task that is
+//! terminal. Clients, producers and operators match on these words, so a
+//! misspelt or blank code is a broken contract. The codes are the checker's
+//! own list, spelt as the lessons spell them, not read from the enum whose
+//! text it checks.
+
+use crate::world::World;
+use crate::world::engine::ids::TaskId;
+
+use super::Fired;
+
+/// Lesson 003's reasons `transition` gives for refusing an event.
+const STATE_MACHINE_REASONS: [&str; 10] = [
+    "TASK_ID_MISMATCH",
+    "DUPLICATE_OR_OLD_SEQUENCE",
+    "SEQUENCE_GAP",
+    "TERMINAL_STATE",
+    "ILLEGAL_TRANSITION",
+    "ATTEMPT_MISMATCH",
+    "INVALID_NEXT_ATTEMPT",
+    "ARTIFACT_NOT_VERIFIED",
+    "EFFECTS_NOT_RECONCILED",
+    "CANCELLATION_PENDING",
+];
+
+/// The store's and the projector's refusals before the state machine: an
+/// id held with another payload, a fact already stored under another id, a
+/// history that does not fold, an event the store does not hold.
+const STORE_REASONS: [&str; 4] = [
+    "EVENT_ID_PAYLOAD_CONFLICT",
+    "SEMANTIC_KEY_CONFLICT",
+    "HISTORY_CONFLICT",
+    "EVENT_NOT_IN_STORE",
+];
+
+/// Whether `code` is a refusal of an event the lessons define.
+pub(super) fn is_lesson_refusal(code: &str) -> bool {
+    STATE_MACHINE_REASONS.contains(&code) || STORE_REASONS.contains(&code)
+}
+
+impl World {
+    /// Judges the rejections recorded since the last step (the database
+    /// keeps the first `REJECTIONS_KEPT`; later ones are counted only).
+    pub(super) fn check_rejections(&mut self) -> Result<(), Fired> {
+        while self.checker.rejections_seen < self.db.rejections.len() {
+            let index = self.checker.rejections_seen;
+            self.checker.rejections_seen += 1;
+            let rejection = &self.db.rejections[index];
+            let (task, reason) = (rejection.task, rejection.reason);
+            let fired = |why: String| Fired {
+                invariant: "rejection-names-its-reason",
+                message: format!(
+                    "{} {} of {task} was rejected {reason:?}, {why}",
+                    rejection.event_type, rejection.event_id
+                ),
+                entities: vec![task.to_string(), rejection.event_id.to_string()],
+            };
+            if !is_lesson_refusal(reason) {
+                return Err(fired("a code no lesson defines".into()));
+            }
+            if reason == "TERMINAL_STATE" && !self.terminal_or_gone(task) {
+                return Err(fired("but the task is not terminal".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// A task once terminal stays so (`terminal-never-reopens`); a
+    /// compacted one was terminal when it went.
+    fn terminal_or_gone(&self, task: TaskId) -> bool {
+        self.db
+            .find_task(task)
+            .is_none_or(|row| row.state.status.is_terminal())
+    }
+}
