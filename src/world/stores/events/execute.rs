@@ -304,10 +304,10 @@ impl World {
         match self.fault(Site::SnapshotWrite) {
             Some(FaultKind::Corrupt) => {
                 // The damage lands after hashing: the hash is left stale.
-                state.attempt += 1;
+                damage(&mut state);
             }
             Some(FaultKind::CorruptRehashed) => {
-                state.attempt += 1;
+                damage(&mut state);
                 state_sha256 = crate::task::json::state_sha256(&state);
             }
             _ => {}
@@ -393,6 +393,27 @@ impl World {
                 self.record_rejection(task, &event, reason.as_str());
                 reason.as_str()
             }
+        }
+    }
+}
+
+/// What a corrupted snapshot write damages: one field of the state, chosen
+/// by its version (no draw, so the fault stream stays as it was) so that
+/// over a run every field the state hash must cover is damaged somewhere:
+/// the attempt, the status, or the holder's name.
+fn damage(state: &mut crate::task::TaskState) {
+    match state.version % 3 {
+        0 => state.attempt += 1,
+        1 => {
+            let at = crate::task::Status::ALL
+                .iter()
+                .position(|status| *status == state.status)
+                .unwrap_or(0);
+            state.status = crate::task::Status::ALL[(at + 1) % crate::task::Status::ALL.len()];
+        }
+        _ => {
+            let named = state.worker_id.as_deref().unwrap_or("");
+            state.worker_id = Some(format!("{named}~").into());
         }
     }
 }
