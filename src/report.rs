@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 48] = [
+pub const SITUATIONS: [&str; 49] = [
     "actor-paused",
     "altered-event-refetched",
     "attempt-resumed",
@@ -91,6 +91,7 @@ pub const SITUATIONS: [&str; 48] = [
     "step-slowed-by-spike",
     "store-cannot-confirm",
     "store-outage",
+    "store-outage-outlasts-calls",
     "unknown-effect-verified",
     "unstored-event-refused",
 ];

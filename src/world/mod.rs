@@ -494,6 +494,9 @@ impl World {
                 return self.step_pinned();
             }
             let Some((at, wake)) = self.queue.pop() else {
+                // Every queued wake but housekeeping is counted, so an empty
+                // queue with wakes counted is a bug in sim's bookkeeping.
+                assert_eq!(self.working, 0, "the queue is empty, yet wakes are counted");
                 break;
             };
             // Once a wake fired out of time order (a pinned schedule),
@@ -721,7 +724,14 @@ impl World {
             self.faults.after_step(action, actor, self.steps)
         };
         for victim in [crash, drawn].into_iter().flatten() {
-            if self.has_actor(victim) && self.life(victim).up {
+            // Every crash lands on the actor that just stepped (drawn,
+            // scripted or at a commit), so one this world has: anything
+            // else is a bug in sim, reported with the seed like any panic.
+            assert!(
+                self.has_actor(victim),
+                "a crash fell on {victim}, an actor this world does not have"
+            );
+            if self.life(victim).up {
                 self.crash(victim);
             }
         }

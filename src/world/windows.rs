@@ -38,7 +38,7 @@ impl World {
             }
             _ => return None,
         };
-        (self.has_actor(actor) && self.life(actor).up).then_some(actor)
+        self.life(actor).up.then_some(actor)
     }
 
     /// Before a wake runs: holds it back while its actor is paused, and
@@ -142,6 +142,11 @@ impl World {
                 match component {
                     Component::Store => self.store_down_until = now + length,
                     Component::Broker => self.broker_down_until = now + length,
+                }
+                let calls = self.config.store_calls_max * self.config.store_timeout_ms;
+                if component == Component::Store && length > calls {
+                    // Every call a worker may make in one job fails.
+                    self.sometimes("store-outage-outlasts-calls");
                 }
                 self.sometimes(match component {
                     Component::Store => "store-outage",

@@ -144,6 +144,7 @@ impl World {
                 if let Some(copy) = copy {
                     let copy_id = self.new_delivery_id();
                     let later = arrival + self.latency();
+                    self.assert_in_network_time(later);
                     self.workers[index].mailbox.push((later, copy_id, copy));
                 }
                 debug_assert_eq!(self.workers[index].phase, WorkerPhase::Idle);
@@ -153,6 +154,7 @@ impl World {
                 self.projector_receive(delivery, arrival);
                 if let Some(copy) = copy {
                     let later = arrival + self.latency();
+                    self.assert_in_network_time(later);
                     self.projector_receive(copy, later);
                 }
             }
@@ -160,5 +162,21 @@ impl World {
         self.finish();
         self.poke_broker(now);
         true
+    }
+}
+
+impl World {
+    /// A hand-off arrives within the network's time: two latencies and
+    /// the longest delay fault. Anything later is a bug in sim's delivery
+    /// arithmetic (a copy that would sit in a mailbox for the rest of the
+    /// run), reported with the seed like any panic.
+    fn assert_in_network_time(&self, arrival: u64) {
+        let bound = self.now
+            + 2 * self.config.latency_ms_max.max(self.config.latency_ms_min)
+            + self.config.delay_ms_max;
+        assert!(
+            arrival <= bound,
+            "a hand-off at {arrival} ms arrives after the network's bound, {bound} ms"
+        );
     }
 }
