@@ -5,10 +5,10 @@
 //! run that does not converge, or a panic inside a seed fails it) and must
 //! reach every situation the world marks (`report::SITUATIONS`); and the
 //! same campaign must still catch each named mutant, or its checks have
-//! stopped looking.
+//! stopped looking, and hand back a reproducer that fails as the seed did.
 
-use sim::cli::score::{ScoreOptions, score};
 use sim::fuzz::campaign::{CampaignOptions, run_seeds};
+use sim::run::{execute, world_for};
 
 /// Seeds and steps of the campaign (the "300 seeds x 10^4 steps").
 const SEEDS: u64 = 300;
@@ -49,21 +49,48 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
 }
 
 #[test]
-fn the_same_campaign_still_catches_every_named_mutant() {
-    // `sim mutants --score`'s budget: 100 seeds from seed 1.
-    let options = ScoreOptions {
-        seed: 1,
-        runs: 100,
-        steps: STEPS,
-        jobs: 2,
-        only: Vec::new(),
-    };
-    for kill in score(&options) {
-        assert!(
-            kill.killed.is_some(),
-            "{} survived {} seeds x {STEPS} steps",
-            kill.mutant.name(),
-            options.runs
+fn the_same_campaign_still_catches_every_named_mutant_and_hands_back_a_reproducer() {
+    // `sim mutants --score`'s budget: 100 seeds from seed 1. The campaign
+    // writes its first failing seed's reproducer, as `sim fuzz` does; read
+    // back and run, it must fail as the seed did: a reproducer that does
+    // not reproduce is a campaign that found nothing a user can use.
+    let seeds: Vec<u64> = (1..=100).collect();
+    let dir = std::env::temp_dir().join(format!("sim-detect-{}", std::process::id()));
+    for info in sim::mutants::MUTANTS {
+        let options = CampaignOptions {
+            write_repro: true,
+            out: dir.join(info.mutant.name()),
+            ..CampaignOptions::until_first_failure(STEPS, 2, Some(info.mutant))
+        };
+        let results = run_seeds(&seeds, &options, |_| {});
+        let failed = results
+            .iter()
+            .find(|result| !result.outcome.converged())
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} survived {} seeds x {STEPS} steps",
+                    info.mutant.name(),
+                    seeds.len()
+                )
+            });
+        let path = failed.repro.as_ref().unwrap_or_else(|| {
+            panic!(
+                "{}: seed {} failed but no reproducer was written: {:?}",
+                info.mutant.name(),
+                failed.seed,
+                failed.repro_error
+            )
+        });
+        let scenario = sim::scenario::parse::load(path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        let replayed = execute(&scenario, world_for(&scenario), |_, _| {});
+        assert_eq!(
+            replayed.outcome.fired(),
+            failed.outcome.fired(),
+            "{}: the reproducer of seed {} fails as the seed did",
+            info.mutant.name(),
+            failed.seed
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
