@@ -44,7 +44,8 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 49] = [
+pub const SITUATIONS: [&str; 52] = [
+    "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
     "attempt-resumed",
@@ -92,6 +93,8 @@ pub const SITUATIONS: [&str; 49] = [
     "store-cannot-confirm",
     "store-outage",
     "store-outage-outlasts-calls",
+    "store-read-failed-in-outage",
+    "store-write-failed-in-outage",
     "unknown-effect-verified",
     "unstored-event-refused",
 ];

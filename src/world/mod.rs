@@ -664,6 +664,11 @@ impl World {
         if let Some((component, kind)) = outage
             && self.out_of_service(component)
         {
+            self.sometimes(match site {
+                Site::StoreRead => "store-read-failed-in-outage",
+                Site::WorkerAck => "ack-lost-in-broker-outage",
+                _ => "store-write-failed-in-outage",
+            });
             return Some(kind);
         }
         let fired = self.faults.at(site, self.rec.actor, self.rec.step);
@@ -706,6 +711,23 @@ impl World {
         self.last_step_ms = self.now;
         let action = self.rec.action();
         let actor = self.rec.actor;
+        // A fault that promises a crash (before or after a commit, after a
+        // confirm) crashes the actor that met it: a fault recorded and not
+        // carried out is a bug in sim, reported with the seed.
+        let crash_promised = matches!(
+            self.rec.fault,
+            Some((
+                _,
+                FaultKind::CrashBeforeCommit
+                    | FaultKind::CrashAfterCommit
+                    | FaultKind::CrashAfterConfirm
+            ))
+        );
+        assert!(
+            !crash_promised || self.crash_now.is_some(),
+            "{actor} met a crash fault at step {} and goes on",
+            self.steps
+        );
         self.counters.steps_by_action.add(action);
         self.trace.push(&self.rec);
         self.rec = blank_record();
