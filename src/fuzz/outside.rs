@@ -22,6 +22,21 @@ pub struct Draws {
     pub serial: u64,
 }
 
+/// An outside producer's free-text reason for a cancellation, by serial
+/// (no draw of its own): plain words mostly, and the characters a payload
+/// hash must escape or carry as they are (a quote, a backslash, a newline,
+/// a tab, a control, non-ASCII).
+const REASONS: [&str; 8] = [
+    "outside producer",
+    "customer said \"stop\"",
+    "path C:\\exports\\q3",
+    "line one\nline two",
+    "outside producer",
+    "tab\tseparated",
+    "bell \u{7} and backspace \u{8}",
+    "annulé par l'opérateur",
+];
+
 /// How many shapes `outside_event` draws among.
 pub const SHAPES: u64 = 10;
 
@@ -40,7 +55,7 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         body: EventBody::CancellationRequested {
             signal_id: format!("outside-signal-{}", draws.serial).into(),
             requester: Text::from("outside"),
-            reason: Text::from("outside producer"),
+            reason: Text::from(REASONS[(draws.serial % REASONS.len() as u64) as usize]),
         },
     };
     let stored = (!events.is_empty())

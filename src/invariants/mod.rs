@@ -158,7 +158,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "payload-hash-canonical",
-        statement: "an event's stored payloadSha256 is SHA-256 of its canonical JSON as a second encoder (serde's) writes it, for the first 64 events committed in a run",
+        statement: "an event's stored payloadSha256 is SHA-256 of its canonical JSON as a second encoder (serde's) writes it, for the first 64 events committed in a run and every event an outside producer appended",
     },
     Invariant {
         id: "rejection-names-its-reason",
