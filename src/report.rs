@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 52] = [
+pub const SITUATIONS: [&str; 53] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
@@ -97,6 +97,7 @@ pub const SITUATIONS: [&str; 52] = [
     "store-write-failed-in-outage",
     "unknown-effect-verified",
     "unstored-event-refused",
+    "worker-paused-mid-job",
 ];
 
 /// Situations too rare for the 300-seed floor of `tests/detect.rs`: a

@@ -81,6 +81,11 @@ impl World {
         self.rec.fault = Some((Site::Pause, FaultKind::Pause));
         self.rec.outcome = "paused";
         self.sometimes("actor-paused");
+        if actor.kind == ActorKind::Worker && self.workers[actor.index as usize].job.is_some() {
+            // The fencing test: a holder frozen mid-job, whose leases may
+            // run out while it sleeps.
+            self.sometimes("worker-paused-mid-job");
+        }
         self.requeue(wake, actor, at, until);
         self.finish();
         Some(true)
@@ -120,6 +125,12 @@ impl World {
     pub fn stretched(&self, actor: ActorId, delay: u64) -> u64 {
         let life = self.life(actor);
         if life.slow_until > self.now {
+            // A spike is drawn to last at most the longest wait: one that
+            // outlasts it is a bug in sim's fault windows.
+            assert!(
+                life.slow_until - self.now <= self.longest_wait(),
+                "a latency spike on {actor} outlasts the longest wait"
+            );
             delay.saturating_mul(u64::from(life.slow_factor))
         } else {
             delay
