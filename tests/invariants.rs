@@ -2055,3 +2055,37 @@ fn fires_rejection_names_its_reason() {
         "rejection-names-its-reason",
     );
 }
+
+#[test]
+fn fires_replay_follows_its_reference() {
+    use sim::world::engine::ids::DeadLetterId;
+    use sim::world::input::DeadLetterRef;
+    let scenario = crate::common::load_scenario("poison-message");
+    let mut world = crate::common::run_clean(&scenario).world;
+    let letter = world.broker.dead_letters[0].clone();
+    let replay = |reference: DeadLetterRef, found: Option<DeadLetterId>| Touched {
+        replays: vec![(reference, found)],
+        ..Touched::default()
+    };
+    // Each form of reference names the poison message's letter.
+    for reference in [
+        DeadLetterRef::Id(letter.id),
+        DeadLetterRef::Message(letter.message),
+        DeadLetterRef::Task(letter.task),
+    ] {
+        clean(&mut world, replay(reference.clone(), Some(letter.id)));
+        fires(
+            &mut world,
+            replay(reference, None),
+            "replay-follows-its-reference",
+        );
+    }
+    // A task with no dead letter: found is a lie, none is the truth.
+    let other = insert_task(&mut world, "no-letter-here");
+    clean(&mut world, replay(DeadLetterRef::Task(other), None));
+    fires(
+        &mut world,
+        replay(DeadLetterRef::Task(other), Some(letter.id)),
+        "replay-follows-its-reference",
+    );
+}

@@ -402,7 +402,11 @@ impl Generator {
                     }
                 } else {
                     RequestKind::ReplayDeadLetter {
-                        dead_letter: DeadLetterRef::Id(any_work_letter(dead_letters, pick)),
+                        dead_letter: reference_to(
+                            dead_letters,
+                            any_work_letter(dead_letters, pick),
+                            pick >> 30,
+                        ),
                     }
                 };
                 self.request(now, kind)
@@ -426,6 +430,17 @@ impl crate::world::input::Workload for Generator {
 
 /// One of the work dead letters by `pick`, or, one time in (letters + 1),
 /// an id past the last letter: a replay the operator gets wrong.
+/// How an operator names the letter: by its id mostly, or by its task or
+/// its message, as found in a report (`form`: the top bits of the pick, no
+/// draw of its own). A letter that does not exist is named by id.
+fn reference_to(dead_letters: &[DeadLetter], id: DeadLetterId, form: u64) -> DeadLetterRef {
+    match (dead_letters.get(id.slot()), form % 4) {
+        (Some(letter), 2) => DeadLetterRef::Task(letter.task),
+        (Some(letter), 3) => DeadLetterRef::Message(letter.message),
+        _ => DeadLetterRef::Id(id),
+    }
+}
+
 fn any_work_letter(dead_letters: &[DeadLetter], pick: u64) -> DeadLetterId {
     let work = dead_letters
         .iter()

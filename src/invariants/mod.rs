@@ -165,6 +165,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal",
     },
     Invariant {
+        id: "replay-follows-its-reference",
+        statement: "an operator's dead-letter replay takes the letter its reference names (that id, the first letter of that message, the first work letter of that task), and answers DEAD_LETTER_NOT_FOUND only when no letter matches",
+    },
+    Invariant {
         id: "cancel-acknowledged-durable",
         statement: "a cancel an API acknowledged left its task a cancellation request carrying that request's signal, and a cancel it refused left none (a retry of a recorded cancel is acknowledged again)",
     },

@@ -75,6 +75,9 @@ pub struct Touched {
     /// Attempts a worker gave up on without an answer, with the reason it
     /// gave: judged against the lease row, the ledger and the store.
     pub let_go: Vec<LetGo>,
+    /// Dead-letter replays the operator asked for, with the letter the
+    /// world found for the reference (none: `DEAD_LETTER_NOT_FOUND`).
+    pub replays: Vec<(input::DeadLetterRef, Option<ids::DeadLetterId>)>,
 }
 
 /// A worker that let go of its delivery mid-attempt, and why.
@@ -109,7 +112,7 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases appends
-            cancels commits let_go)
+            cancels commits let_go replays)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

@@ -124,6 +124,10 @@ impl World {
             signal,
             acknowledged
         ));
+        for index in 0..self.touched.replays.len() {
+            let (reference, found) = &self.touched.replays[index];
+            check!(self.check_replay(reference, *found));
+        }
         check_each!(commits, |commit| self.check_commit(commit));
         check_each!(let_go, |let_go| self.check_let_go(let_go));
         check_each!(deliveries, |touch| self.check_delivery(&touch));

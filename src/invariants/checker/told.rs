@@ -8,7 +8,10 @@
 //! hash or semantic-key helpers, which are what it checks.
 
 use crate::task::{EventBody, EventType, Status, TaskEvent, Text};
-use crate::world::engine::ids::{OutboxId, SignalId, TaskId};
+use crate::world::engine::ids::{DeadLetterId, OutboxId, SignalId, TaskId};
+use crate::world::input::DeadLetterRef;
+use crate::world::stores::broker::DeadLetter;
+use crate::world::stores::db::Topic;
 use crate::world::stores::db::{EffectKind, EffectState};
 use crate::world::stores::db::{Payload, ProcessResult, StoredEvent};
 use crate::world::stores::store::Observed;
@@ -363,6 +366,53 @@ impl World {
 
 /// The attempt an event's body names, if it names one: written again here,
 /// as `EventBody::attempt` is code under test.
+impl World {
+    /// `replay-follows-its-reference`: the operator's replay took the dead
+    /// letter its reference names, read by the checker's own rule: the
+    /// letter with that id, the first of that message, or the first of that
+    /// task's work; and found none only when no letter matches.
+    pub(super) fn check_replay(
+        &self,
+        reference: &DeadLetterRef,
+        found: Option<DeadLetterId>,
+    ) -> Result<(), Fired> {
+        let named = |letter: &&DeadLetter| match reference {
+            DeadLetterRef::Id(id) => letter.id == *id,
+            DeadLetterRef::Message(message) => letter.message == *message,
+            DeadLetterRef::Task(task) => letter.task == *task && letter.topic == Topic::TaskWork,
+        };
+        let owed = self
+            .broker
+            .dead_letters
+            .iter()
+            .find(named)
+            .map(|letter| letter.id);
+        if found == owed {
+            return Ok(());
+        }
+        let (asked, entity) = match reference {
+            DeadLetterRef::Id(id) => (format!("dead letter {id}"), id.to_string()),
+            DeadLetterRef::Message(message) => {
+                (format!("the dead letter of {message}"), message.to_string())
+            }
+            DeadLetterRef::Task(task) => {
+                (format!("the work dead letter of {task}"), task.to_string())
+            }
+        };
+        let name =
+            |letter: Option<DeadLetterId>| letter.map_or("none".to_string(), |id| id.to_string());
+        Err(Fired {
+            invariant: "replay-follows-its-reference",
+            message: format!(
+                "the operator asked to replay {asked}; the world took {}, where the letters name {}",
+                name(found),
+                name(owed)
+            ),
+            entities: vec![entity],
+        })
+    }
+}
+
 pub(super) fn attempt_named(body: &EventBody) -> Option<i64> {
     match body {
         EventBody::TaskStarted { attempt, .. }

@@ -101,7 +101,9 @@ impl World {
     /// by the dead letter's id, outside the client quota. A terminal task
     /// never reopens.
     fn replay_dead_letter(&mut self, reference: &DeadLetterRef) {
-        let Some(id) = self.find_dead_letter(reference) else {
+        let found = self.find_dead_letter(reference);
+        self.touched.replays.push((reference.clone(), found));
+        let Some(id) = found else {
             self.rec.outcome = "DEAD_LETTER_NOT_FOUND";
             return;
         };
