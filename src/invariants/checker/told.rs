@@ -2,8 +2,9 @@
 //! the step: `append-answered-truly` (the append API's answer to an outside
 //! producer), `cancel-acknowledged-durable` (a cancel an API acknowledged),
 //! `inbox-result-truthful` (the result an inbox row records for every later
-//! duplicate) and `commit-respects-live-lease` (the lease row an
-//! attempt-ending commit saw). Each is read by the checker's
+//! duplicate), `commit-respects-live-lease` (the lease row an
+//! attempt-ending commit saw) and `replay-follows-its-reference` (the dead
+//! letter an operator's replay took). Each is read by the checker's
 //! own rule, by comparing whole events, not through the store's payload
 //! hash or semantic-key helpers, which are what it checks.
 
@@ -11,8 +12,7 @@ use crate::task::{EventBody, EventType, Status, TaskEvent, Text};
 use crate::world::engine::ids::{DeadLetterId, OutboxId, SignalId, TaskId};
 use crate::world::input::DeadLetterRef;
 use crate::world::stores::broker::DeadLetter;
-use crate::world::stores::db::Topic;
-use crate::world::stores::db::{EffectKind, EffectState};
+use crate::world::stores::db::{EffectKind, EffectState, Topic};
 use crate::world::stores::db::{Payload, ProcessResult, StoredEvent};
 use crate::world::stores::store::Observed;
 use crate::world::{Commit, LetGo, World};
@@ -364,8 +364,6 @@ impl World {
     }
 }
 
-/// The attempt an event's body names, if it names one: written again here,
-/// as `EventBody::attempt` is code under test.
 impl World {
     /// `replay-follows-its-reference`: the operator's replay took the dead
     /// letter its reference names, read by the checker's own rule: the
@@ -413,6 +411,8 @@ impl World {
     }
 }
 
+/// The attempt an event's body names, if it names one: written again here,
+/// as `EventBody::attempt` is code under test.
 pub(super) fn attempt_named(body: &EventBody) -> Option<i64> {
     match body {
         EventBody::TaskStarted { attempt, .. }
