@@ -1353,8 +1353,10 @@ fn retained_until_settled_fires_when_a_task_is_compacted_unsettled() {
         assert!(!world.compact_task(TASK), "an unsettled task is left whole");
         assert!(!world.db.task(TASK).compacted);
         clean(&mut world, Touched::default());
-        let World { checker, db, .. } = &mut world;
-        checker.note_compaction(db, TASK);
+        let World {
+            checker, db, store, ..
+        } = &mut world;
+        checker.note_compaction(db, store, TASK);
         fires(&mut world, Touched::default(), "retained-until-settled");
     }
 }
@@ -2088,4 +2090,23 @@ fn fires_replay_follows_its_reference() {
         replay(DeadLetterRef::Task(other), Some(letter.id)),
         "replay-follows-its-reference",
     );
+}
+
+#[test]
+fn fires_compaction_keeps_objects() {
+    // A real compaction archives task-1's artifact: the store answers for
+    // its token as it did before.
+    let mut world = happy();
+    assert!(world.compact_task(TASK), "the settled task is compacted");
+    assert!(world.db.task(TASK).compacted);
+    clean(&mut world, Touched::default());
+    // Noted as a compaction notes it, then the object comes back hidden:
+    // what the store answers changed.
+    let mut world = happy();
+    let World {
+        checker, db, store, ..
+    } = &mut world;
+    checker.note_compaction(db, store, TASK);
+    the_artifact(&mut world).hidden = true;
+    fires(&mut world, Touched::default(), "compaction-keeps-objects");
 }

@@ -9,6 +9,7 @@ use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
 use crate::world::engine::table::IdTable;
 use crate::world::stores::db::{Answer, Db, InboxState, ProcessResult};
+use crate::world::stores::store::Observed;
 use std::collections::BTreeMap;
 
 mod budgets;
@@ -161,6 +162,9 @@ pub struct Checker {
     /// Tasks compacted this step while unsettled, with why: noted before
     /// their rows were dropped, reported by the step's checks.
     compacted_unsettled: Vec<(TaskId, String)>,
+    /// What the store answered for the tokens of tasks compacted this
+    /// step, before their objects were archived.
+    compacted_objects: Vec<(TaskId, crate::world::stores::db::Token, Observed)>,
     /// How many of the database's snapshot reports have been judged: the
     /// rest were written since the last step. Always the report count
     /// after a step's checks, so it is not part of the identity.

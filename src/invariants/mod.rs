@@ -129,6 +129,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
     },
     Invariant {
+        id: "compaction-keeps-objects",
+        statement: "compacting a task changes nothing the artifact store answers for any of its effects' tokens (the same version and visibility, a tombstone, or absent)",
+    },
+    Invariant {
         id: "semantic-key-unique",
         statement: "a task never holds two events that state the same fact: the same type and attempt (the one the event names, or the task's when it was applied) and, for a cancellation request, the same signal",
     },

@@ -26,7 +26,10 @@ impl World {
     pub(crate) fn check_step(&mut self) {
         // About one step in five (a wake that only moves time, a broker
         // tick) touches nothing: no check to run, nothing to count.
-        if self.touched.is_empty() && self.checker.compacted_unsettled.is_empty() {
+        if self.touched.is_empty()
+            && self.checker.compacted_unsettled.is_empty()
+            && self.checker.compacted_objects.is_empty()
+        {
             return;
         }
         self.checker.round += 1;
@@ -75,6 +78,9 @@ impl World {
                 message: format!("{task} was compacted while {why}"),
                 entities: vec![task.to_string()],
             }));
+        }
+        if !self.checker.compacted_objects.is_empty() {
+            check!(self.check_compacted_objects());
         }
         if !self.touched.created.is_empty() || !self.touched.answers.is_empty() {
             check!(self.check_quota_ledger());

@@ -6,6 +6,9 @@
 
 use crate::world::engine::ids::TaskId;
 use crate::world::stores::db::{Db, EffectState};
+use crate::world::stores::store::Store;
+
+use super::Fired;
 
 /// Why `task` is not settled, or `None` when it is.
 pub fn unsettled(db: &Db, task: TaskId) -> Option<String> {
@@ -45,12 +48,42 @@ pub fn unsettled(db: &Db, task: TaskId) -> Option<String> {
     None
 }
 
-/// Records what compacting `task` would drop unsettled; the step's checks
-/// report it (the rows are gone by then).
+/// Records what compacting `task` would drop unsettled, and what the
+/// artifact store answers for each of its effects' tokens; the step's
+/// checks report the first and compare the second with what the store
+/// answers once the task's objects are archived (the rows are gone by
+/// then).
 impl super::Checker {
-    pub fn note_compaction(&mut self, db: &Db, task: TaskId) {
+    pub fn note_compaction(&mut self, db: &Db, store: &Store, task: TaskId) {
         if let Some(why) = unsettled(db, task) {
             self.compacted_unsettled.push((task, why));
         }
+        for effect in &db.task(task).effects {
+            let token = effect.token;
+            self.compacted_objects
+                .push((task, token, store.observe(token)));
+        }
+    }
+}
+
+impl crate::world::World {
+    /// `compaction-keeps-objects`: compacting a task changes nothing the
+    /// store answers for its tokens (present with the same version and
+    /// visibility, a tombstone, or absent).
+    pub(super) fn check_compacted_objects(&mut self) -> Result<(), Fired> {
+        while let Some((task, token, before)) = self.checker.compacted_objects.pop() {
+            let after = self.store.observe(token);
+            if after != before {
+                self.checker.compacted_objects.clear();
+                return Err(Fired {
+                    invariant: "compaction-keeps-objects",
+                    message: format!(
+                        "{task} was compacted and the store now answers {after:?} for {token}, where it answered {before:?}"
+                    ),
+                    entities: vec![task.to_string(), token.to_string()],
+                });
+            }
+        }
+        Ok(())
     }
 }
