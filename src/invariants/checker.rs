@@ -349,9 +349,11 @@ impl Checker {
         // comparison of two hashes from the one emitter can see.
         // Events from outside producers, whose free text is what needs
         // escaping, are all rehashed.
-        for stored in fresh {
-            let outside = !owns_id(&stored.event.event_id, task);
-            if *payloads_rehashed >= PAYLOADS_REHASHED && !outside {
+        // Past the budget, only a step that appended an id not of the
+        // task's own form (`any_foreign`, above) has one to rehash.
+        let spent = *payloads_rehashed >= PAYLOADS_REHASHED;
+        for stored in fresh.iter().filter(|_| !spent || any_foreign) {
+            if spent && owns_id(&stored.event.event_id, task) {
                 continue;
             }
             *payloads_rehashed += 1;
