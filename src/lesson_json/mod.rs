@@ -14,11 +14,14 @@
 //! second (README, Decisions), under the 25% that would justify a parser of
 //! our own.
 //!
+//! `names.rs` reads statuses, event types and policies back from text.
+//!
 //! None of this is the protocol: no step of the world reads or builds a
 //! `Value`. The canonical writers and hashes the protocol keeps are in
 //! `crate::task::json`.
 
 mod fields;
+mod names;
 mod read;
 mod value;
 mod visit;

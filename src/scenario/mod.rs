@@ -1,7 +1,9 @@
 //! Scenarios: the validated description of one run (world shape, seed,
 //! requests, faults, expectations), parsed from TOML in `parse.rs` and
-//! written back as TOML by reproducers in `write.rs`.
+//! written back as TOML by reproducers in `write.rs`; `names.rs` reads the
+//! world's actor, step and wake names back from text.
 
+mod names;
 pub mod parse;
 pub mod write;
 

@@ -42,12 +42,6 @@ impl Status {
         }
     }
 
-    pub fn parse(text: &str) -> Option<Status> {
-        Status::ALL
-            .into_iter()
-            .find(|status| status.as_str() == text)
-    }
-
     pub fn is_terminal(self) -> bool {
         match self {
             Status::Queued | Status::Running | Status::Cancelling => false,
@@ -113,12 +107,6 @@ impl EventType {
             EventType::TaskFailed => "TaskFailed",
             EventType::TaskCancelled => "TaskCancelled",
         }
-    }
-
-    pub fn parse(text: &str) -> Option<EventType> {
-        EventType::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == text)
     }
 }
 
@@ -287,14 +275,6 @@ impl Policy {
         match self {
             Policy::CompletionWins => "completion-wins",
             Policy::CancelWins => "cancel-wins",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Policy> {
-        match text {
-            "completion-wins" => Some(Policy::CompletionWins),
-            "cancel-wins" => Some(Policy::CancelWins),
-            _ => None,
         }
     }
 }

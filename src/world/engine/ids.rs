@@ -95,34 +95,6 @@ impl ActorId {
     pub const fn new(kind: ActorKind, index: u16) -> ActorId {
         ActorId { kind, index }
     }
-
-    /// Parses `worker-2`, `projector`, …
-    pub fn parse(text: &str) -> Option<ActorId> {
-        for kind in ActorKind::ALL {
-            if kind.numbered() {
-                let Some(rest) = text
-                    .strip_prefix(kind.as_str())
-                    .and_then(|rest| rest.strip_prefix('-'))
-                else {
-                    continue;
-                };
-                if rest.is_empty()
-                    || rest.starts_with('0')
-                    || !rest.bytes().all(|b| b.is_ascii_digit())
-                {
-                    return None;
-                }
-                let number: u32 = rest.parse().ok()?;
-                if number == 0 || number > u32::from(u16::MAX) {
-                    return None;
-                }
-                return Some(ActorId::new(kind, (number - 1) as u16));
-            } else if text == kind.as_str() {
-                return Some(ActorId::single(kind));
-            }
-        }
-        None
-    }
 }
 
 impl fmt::Display for ActorId {
@@ -307,30 +279,6 @@ pub fn fingerprint(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn actor_names_round_trip() {
-        for name in [
-            "worker-1",
-            "api-12",
-            "projector",
-            "reconciler",
-            "broker",
-            "client-3",
-        ] {
-            assert_eq!(ActorId::parse(name).unwrap().to_string(), name);
-        }
-        for bad in [
-            "worker-0",
-            "worker-",
-            "worker",
-            "projector-1",
-            "nobody",
-            "worker-01",
-        ] {
-            assert_eq!(ActorId::parse(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn counter_ids_round_trip() {

@@ -54,35 +54,6 @@ impl Wake {
             Wake::Housekeeping => "housekeeping".to_string(),
         }
     }
-
-    /// Reads what `describe` writes; `None` for anything else.
-    pub fn parse(text: &str) -> Option<Wake> {
-        let words: Vec<&str> = text.split(' ').collect();
-        let number = |word: &str| -> Option<u32> {
-            (word == "0" || !word.starts_with('0') && !word.starts_with('+'))
-                .then(|| word.parse().ok())
-                .flatten()
-        };
-        let wake = match words.as_slice() {
-            ["issue", index] => Wake::Issue(number(index)?),
-            [call] if call.starts_with("call-") => Wake::Call(CallId::parse(call)?),
-            ["timeout", request, send] => Wake::ClientTimeout {
-                request: RequestId::parse(request)?,
-                send: number(send)?,
-            },
-            ["continue", actor, incarnation] => Wake::Continue {
-                actor: ActorId::parse(actor)?,
-                incarnation: number(incarnation)?,
-            },
-            ["poke", actor] => Wake::Poke(ActorId::parse(actor)?),
-            ["broker"] => Wake::Broker,
-            ["restart", actor] => Wake::Restart(ActorId::parse(actor)?),
-            ["workload"] => Wake::Workload,
-            ["housekeeping"] => Wake::Housekeeping,
-            _ => return None,
-        };
-        Some(wake)
-    }
 }
 
 /// Milliseconds the window covers: one bit each in `occupied`. The window
@@ -301,44 +272,6 @@ impl Schedule {
 mod tests {
     use super::*;
     use std::collections::BinaryHeap;
-
-    /// Every kind of wake reads back from its text; near misses do not.
-    #[test]
-    fn wakes_read_back_from_their_text() {
-        use crate::world::engine::ids::ActorKind;
-        let worker = ActorId::new(ActorKind::Worker, 1);
-        let wakes = [
-            Wake::Issue(0),
-            Wake::Call(CallId(3)),
-            Wake::ClientTimeout {
-                request: RequestId(2),
-                send: 1,
-            },
-            Wake::Continue {
-                actor: worker,
-                incarnation: 2,
-            },
-            Wake::Poke(worker),
-            Wake::Broker,
-            Wake::Restart(worker),
-            Wake::Workload,
-            Wake::Housekeeping,
-        ];
-        for wake in wakes {
-            assert_eq!(Wake::parse(&wake.describe()), Some(wake));
-        }
-        for text in [
-            "",
-            "issue",
-            "issue 01",
-            "call-0",
-            "poke",
-            "poke worker-x",
-            "broker 1",
-        ] {
-            assert_eq!(Wake::parse(text), None, "{text}");
-        }
-    }
 
     /// Taking any entry leaves the others in pop order, and pushes after
     /// it (at or after the time it moved to) still pop in order.

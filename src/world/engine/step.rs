@@ -93,15 +93,6 @@ impl Action {
     pub const fn new(kind: ActorKind, verb: Verb) -> Action {
         Action { kind, verb }
     }
-
-    /// Parses `worker.put`; only names in `STEP_NAMES` are steps.
-    pub fn parse(text: &str) -> Option<Action> {
-        let (kind, verb) = text.split_once('.')?;
-        let kind = ActorKind::ALL.into_iter().find(|k| k.as_str() == kind)?;
-        let verb = Verb::ALL.iter().copied().find(|v| v.as_str() == verb)?;
-        let action = Action::new(kind, verb);
-        STEP_NAMES.contains(&action).then_some(action)
-    }
 }
 
 impl fmt::Display for Action {
@@ -245,15 +236,6 @@ impl StepCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_step_name_parses_back() {
-        for action in STEP_NAMES {
-            assert_eq!(Action::parse(&action.to_string()), Some(*action));
-        }
-        assert_eq!(Action::parse("worker.fly"), None);
-        assert_eq!(Action::parse("broker.put"), None);
-    }
 
     #[test]
     fn step_counts_keep_names_apart() {

@@ -14,14 +14,6 @@ pub enum CacheEntry {
     Tombstone { version: i64 },
 }
 
-impl CacheEntry {
-    pub fn version(self) -> i64 {
-        match self {
-            CacheEntry::View { version, .. } | CacheEntry::Tombstone { version } => version,
-        }
-    }
-}
-
 /// Outcome of a fill.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fill {
