@@ -104,7 +104,7 @@ impl World {
         // what that message left undone, as it owns the task.
         let dead_lettered = |task| {
             self.db
-                .in_review_for(task, crate::world::stores::db::ReviewReason::DeadLettered)
+                .reviewed(task, crate::world::stores::db::ReviewReason::DeadLettered)
         };
         for (task, model) in self.projector.models.iter() {
             let state = &self.db.task(task).state;

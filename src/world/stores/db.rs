@@ -711,8 +711,8 @@ impl Db {
         }
     }
 
-    /// The review index's items about `task` and `reason`.
-    fn reviewed(&self, task: TaskId, reason: ReviewReason) -> bool {
+    /// Whether `task` is in manual review for `reason`.
+    pub fn reviewed(&self, task: TaskId, reason: ReviewReason) -> bool {
         let from = (Some(task), reason, String::new());
         self.review_index
             .range(from..)
@@ -723,15 +723,6 @@ impl Db {
     /// The manual-review list, in the order items were added.
     pub fn review_items(&self) -> &[ReviewItem] {
         &self.manual_review
-    }
-
-    /// Whether `task` is in manual review for `reason`.
-    pub fn in_review_for(&self, task: TaskId, reason: ReviewReason) -> bool {
-        let from = (Some(task), reason, String::new());
-        self.review_index
-            .range(from..)
-            .next()
-            .is_some_and(|(t, r, _)| *t == Some(task) && *r == reason)
     }
 
     pub fn in_review(&self, task: TaskId) -> bool {
