@@ -2110,3 +2110,45 @@ fn fires_compaction_keeps_objects() {
     the_artifact(&mut world).hidden = true;
     fires(&mut world, Touched::default(), "compaction-keeps-objects");
 }
+
+#[test]
+fn fires_review_earned() {
+    // task-1's attempt 1 planned and running: its artifact row started.
+    let planned = stepped_until(&happy_path_with(""), |world| {
+        world
+            .db
+            .find_task(TASK)
+            .is_some_and(|row| row.effect(artifact_token()).is_some())
+    });
+    assert_eq!(planned.db.task(TASK).state.status, Status::Running);
+    let reviewed = || Touched {
+        reviews: vec![artifact_token()],
+        ..Touched::default()
+    };
+    let with_row = |state: EffectState, status: Status| {
+        let mut world = planned.clone();
+        world
+            .db
+            .task_mut(TASK)
+            .effect_mut(artifact_token())
+            .expect("row")
+            .state = state;
+        world.db.task_mut(TASK).state.status = status;
+        world
+    };
+    // Nothing the ledger can settle: review is the honest answer.
+    for state in [EffectState::Started, EffectState::Unknown] {
+        clean(&mut with_row(state, Status::Running), reviewed());
+    }
+    // A cancel may refuse to use what the ledger verified (cancel-wins).
+    clean(
+        &mut with_row(EffectState::Verified, Status::Cancelling),
+        reviewed(),
+    );
+    // A retry that had a verified row to use sent it to review instead.
+    fires(
+        &mut with_row(EffectState::Verified, Status::Running),
+        reviewed(),
+        "review-earned",
+    );
+}

@@ -169,6 +169,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal",
     },
     Invariant {
+        id: "review-earned",
+        statement: "a running task goes to manual review because the store cannot confirm an effect only when its ledger cannot settle it: an effect whose ledger row says verified is used by the retry, never sent to review",
+    },
+    Invariant {
         id: "replay-follows-its-reference",
         statement: "an operator's dead-letter replay takes the letter its reference names (that id, the first letter of that message, the first work letter of that task), and answers DEAD_LETTER_NOT_FOUND only when no letter matches",
     },

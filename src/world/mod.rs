@@ -78,6 +78,9 @@ pub struct Touched {
     /// Dead-letter replays the operator asked for, with the letter the
     /// world found for the reference (none: `DEAD_LETTER_NOT_FOUND`).
     pub replays: Vec<(input::DeadLetterRef, Option<ids::DeadLetterId>)>,
+    /// Effects sent to manual review because the store could not confirm
+    /// them: judged against the ledger row at that moment.
+    pub reviews: Vec<db::Token>,
 }
 
 /// A worker that let go of its delivery mid-attempt, and why.
@@ -112,7 +115,7 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases appends
-            cancels commits let_go replays)
+            cancels commits let_go replays reviews)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;
@@ -394,13 +397,13 @@ impl World {
         self.queue.push(at, wake);
     }
 
-    /// Schedules housekeeping at `at` unless some is queued sooner.
     /// When the queued housekeeping wake (the reconciler's retention) is
     /// due, if one is.
     pub fn housekeeping_due(&self) -> Option<u64> {
         self.housekeeping_at.due()
     }
 
+    /// Schedules housekeeping at `at` unless some is queued sooner.
     pub fn housekeeping(&mut self, at: u64) {
         if self.housekeeping_at.wants(at) {
             self.schedule(at, Wake::Housekeeping);

@@ -99,6 +99,7 @@ impl World {
         }
         check_each!(tasks, |task| self.check_task_events(task));
         check_each!(tokens, |token| self.check_token(token));
+        check_each!(reviews, |token| self.check_review_earned(token));
         check_each!(tasks, |task| self.check_artifacts(task));
         check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
@@ -384,6 +385,28 @@ impl World {
                     object.versions.len()
                 ),
                 entities: vec![token.to_string(), token.task.to_string()],
+            });
+        }
+        Ok(())
+    }
+
+    /// review-earned: the store could not confirm the effect under `token`,
+    /// and its task went to manual review. A running task's effect is being
+    /// retried (a cancel would have left it cancelling), and a retry uses a
+    /// row the ledger already says verified: nothing was left to confirm.
+    fn check_review_earned(&self, token: Token) -> Result<(), Fired> {
+        let row = self.db.task(token.task);
+        let verified = row
+            .effect(token)
+            .is_some_and(|ledger| ledger.state == crate::world::stores::db::EffectState::Verified);
+        if row.state.status == Status::Running && verified {
+            return Err(Fired {
+                invariant: "review-earned",
+                message: format!(
+                    "{} went to manual review STORE_CANNOT_CONFIRM for {token}, which its ledger says verified, while retrying its attempt",
+                    token.task
+                ),
+                entities: vec![token.task.to_string(), token.to_string()],
             });
         }
         Ok(())

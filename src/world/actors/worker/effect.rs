@@ -151,6 +151,7 @@ impl World {
     /// unknown: manual review, never a blind retry.
     pub(in crate::world) fn review_cannot_confirm(&mut self, task: TaskId, token: Token) {
         self.rec.outcome = "STORE_CANNOT_CONFIRM";
+        self.touched.reviews.push(token);
         let subject = token.to_string();
         self.db.review(
             Some(task),
