@@ -94,6 +94,17 @@ impl World {
     fn send(&mut self, id: RequestId) {
         let apis = self.apis.len() as u16;
         let outgoing = self.outgoing.get_mut(id).expect("a pending request");
+        // A client's pending requests die with its incarnation: only the
+        // incarnation that made a request, up, ever sends it.
+        let life = self.clients[outgoing.client as usize];
+        assert!(
+            life.up && life.incarnation == outgoing.incarnation,
+            "{id} of client-{} incarnation {} sent by incarnation {} (up: {})",
+            outgoing.client + 1,
+            outgoing.incarnation,
+            life.incarnation,
+            life.up
+        );
         outgoing.sends += 1;
         let api = outgoing.next_api % apis;
         outgoing.next_api = (api + 1) % apis;
