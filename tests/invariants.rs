@@ -1783,13 +1783,20 @@ fn fires_inbox_result_truthful() {
         let (mut world, touched) = finalized(status, result);
         clean(&mut world, touched);
     }
+    let cancelled = ProcessResult::Cancelled { task: TASK };
+    {
+        let (mut world, touched) = finalized(Status::Cancelled, cancelled);
+        clean(&mut world, touched);
+    }
     // Completed under another attempt, or while the task runs; failed
-    // while it completed; superseded when its own attempt completed.
+    // while it completed; superseded when its own attempt completed, or
+    // when the task was cancelled.
     for (status, result) in [
         (Status::Completed, completed(2)),
         (Status::Running, completed(1)),
         (Status::Completed, failed),
         (Status::Completed, superseded),
+        (Status::Cancelled, superseded),
     ] {
         let (mut world, touched) = finalized(status, result);
         fires(&mut world, touched, "inbox-result-truthful");

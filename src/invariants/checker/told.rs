@@ -249,8 +249,9 @@ impl World {
     /// An inbox row that turns final records what became of its message's
     /// task, as the task stands: `completed` for the attempt the task
     /// completed with, `failed` for a failed task, `cancelled` for a
-    /// cancelled one, and `superseded` only when the task settled or moved
-    /// on under another attempt. A duplicate delivery is answered with
+    /// cancelled one (whichever attempt the message carried), and
+    /// `superseded` only when the task is not cancelled and did not
+    /// complete or fail under the message's attempt. A duplicate delivery is answered with
     /// this record for ever, so a wrong one misinforms every later copy.
     /// Judged before the checker's copy of the row is updated, once.
     pub(super) fn check_inbox_result(&self, message: OutboxId) -> Result<(), Fired> {
@@ -283,8 +284,11 @@ impl World {
             }
             ProcessResult::Failed { .. } => state.status == Status::Failed,
             ProcessResult::Cancelled { .. } => state.status == Status::Cancelled,
+            // A cancelled task's messages are answered `cancelled`,
+            // whichever attempt they carried.
             ProcessResult::Superseded { .. } => {
-                !(ours && matches!(state.status, Status::Completed | Status::Failed))
+                state.status != Status::Cancelled
+                    && !(ours && matches!(state.status, Status::Completed | Status::Failed))
             }
         };
         if true_to_task {
