@@ -204,14 +204,18 @@ impl World {
         fingerprint: Sha,
     ) -> Option<ApiPhase> {
         self.rec.hash = Some(fingerprint);
+        // A refusal before any read is an answer to the intent too: ground
+        // truth judges it against the lesson's rule.
         if !valid_key(key) {
             self.rec.outcome = "INVALID_IDEMPOTENCY_KEY";
+            self.answered(intent, Answer::Refused("INVALID_IDEMPOTENCY_KEY"));
             return Some(ApiPhase::Respond(Response::Create(Answer::Refused(
                 "INVALID_IDEMPOTENCY_KEY",
             ))));
         }
         if !valid_input(input) {
             self.rec.outcome = "INVALID_INPUT";
+            self.answered(intent, Answer::Refused("INVALID_INPUT"));
             return Some(ApiPhase::Respond(Response::Create(Answer::Refused(
                 "INVALID_INPUT",
             ))));
