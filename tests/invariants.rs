@@ -2159,3 +2159,25 @@ fn fires_review_earned() {
         "review-earned",
     );
 }
+
+#[test]
+fn fires_mismatch_shows_damage() {
+    // The store corrupted the first put; the task failed for it, and the
+    // damaged version stays in the store, hidden.
+    let mut world = drained(&corrupt_scenario());
+    assert!(
+        !world.db.task(TASK).compacted,
+        "the failed task keeps its rows"
+    );
+    let touched = || Touched {
+        tokens: vec![artifact_token()],
+        ..Touched::default()
+    };
+    clean(&mut world, touched());
+    // The same failure with the damaged version replaced by the one the
+    // task's input makes: nothing shows the mismatch it failed for.
+    let (sha, size) = world.expected_artifact(TASK);
+    let good = sim::world::stores::store::Version::plain(TASK, 1, sha, size);
+    the_artifact(&mut world).versions = vec![good];
+    fires(&mut world, touched(), "mismatch-shows-damage");
+}

@@ -169,6 +169,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal",
     },
     Invariant {
+        id: "mismatch-shows-damage",
+        statement: "a task fails ARTIFACT_HASH_MISMATCH only when the artifact store holds a version of its failing attempt's artifact that does not verify against the task's input",
+    },
+    Invariant {
         id: "review-earned",
         statement: "a running task goes to manual review because the store cannot confirm an effect only when its ledger cannot settle it: an effect whose ledger row says verified is used by the retry, never sent to review",
     },

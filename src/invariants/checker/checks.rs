@@ -413,7 +413,7 @@ impl World {
     }
 
     /// completed-has-verified-artifact, one-visible-artifact-per-task,
-    /// no-visible-corrupt-artifact.
+    /// no-visible-corrupt-artifact, mismatch-shows-damage.
     fn check_artifacts(&mut self, task: TaskId) -> Result<(), Fired> {
         if !self.db.task(task).state.status.is_terminal() {
             return Ok(());
@@ -435,6 +435,31 @@ impl World {
                     && version.metadata.sha256 == sha
             })
         };
+        // A task failed for a hash mismatch: the store shows the damage, a
+        // version of its attempt's artifact that does not verify (hidden
+        // since, as its compensation must). A good artifact failed as bad
+        // would end a task that had done its work.
+        if state.terminal_error_code.as_deref() == Some("ARTIFACT_HASH_MISMATCH")
+            && state.status == Status::Failed
+            && !self.db.task(task).compacted
+        {
+            let damaged = store.tokens_of(task).iter().any(|&token| {
+                token.attempt == attempt
+                    && token.kind == EffectKind::Artifact
+                    && store
+                        .get(token)
+                        .is_some_and(|object| object.versions.iter().any(|v| !good(token, Some(v))))
+            });
+            if !damaged {
+                return Err(Fired {
+                    invariant: "mismatch-shows-damage",
+                    message: format!(
+                        "{task} failed ARTIFACT_HASH_MISMATCH at attempt {attempt}, but every version the store holds of that attempt's artifact verifies"
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+        }
         // One pass over the task's tokens, one store search each: what the
         // three checks below need of the visible ones, in token order.
         let mut visible = 0usize;
