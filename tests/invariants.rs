@@ -2017,18 +2017,27 @@ fn fires_payload_hash_canonical() {
 
 #[test]
 fn fires_rejection_names_its_reason() {
-    let rejected = |world: &mut World, task: TaskId, reason: &'static str| {
+    let rejected_as = |world: &mut World, task: TaskId, reason: &'static str, event: &TaskEvent| {
         world.db.reject(Rejection {
             step: world.steps,
             task,
-            event_id: Text::from("outside-1"),
-            event_type: "TaskStarted",
+            event_id: event.event_id.clone(),
+            payload_sha256: event_payload_sha256(event),
+            event_type: event.event_type().as_str(),
             reason,
             actor: ActorId::new(ActorKind::Operator, 0),
         });
         // The rejection check reads the database's list, whatever the
         // step touched; task-1 is clean.
         fired(world, tasks(&[TASK]))
+    };
+    let outside = |world: &World| TaskEvent {
+        event_id: Text::from("outside-1"),
+        ..TaskEvent::clone(&world.db.task(TASK).events[0].event)
+    };
+    let rejected = |world: &mut World, task: TaskId, reason: &'static str| {
+        let event = outside(world);
+        rejected_as(world, task, reason, &event)
     };
     // The completed task refuses a late start as terminal: a lesson code.
     let mut world = happy();
@@ -2049,6 +2058,26 @@ fn fires_rejection_names_its_reason() {
     assert_eq!(
         rejected(&mut world, queued, "TERMINAL_STATE"),
         Some("rejection-names-its-reason")
+    );
+    // A copy of a stored event refused as a history or payload conflict;
+    // another event under a stored id is one.
+    let mut world = happy();
+    let stored = TaskEvent::clone(&world.db.task(TASK).events[1].event);
+    for reason in ["HISTORY_CONFLICT", "EVENT_ID_PAYLOAD_CONFLICT"] {
+        let mut world = world.clone();
+        assert_eq!(
+            rejected_as(&mut world, TASK, reason, &stored),
+            Some("rejection-names-its-reason")
+        );
+    }
+    assert_eq!(
+        rejected_as(
+            &mut world,
+            TASK,
+            "EVENT_ID_PAYLOAD_CONFLICT",
+            &stored.altered()
+        ),
+        None
     );
     // An outside append refused under a code no lesson defines.
     let mut world = happy();

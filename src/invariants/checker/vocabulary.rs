@@ -2,7 +2,9 @@
 //! refuses is recorded, and every refused outside append answered, under a
 //! code the lessons define, and `TERMINAL_STATE` only for a task that is
 //! terminal. Clients, producers and operators match on these words, so a
-//! misspelt or blank code is a broken contract. The codes are the checker's
+//! misspelt or blank code is a broken contract. A conflict (a history or
+//! a payload) is never claimed for a copy of an event the store holds as
+//! it is. The codes are the checker's
 //! own list, spelt as the lessons spell them, not read from the enum whose
 //! text it checks.
 
@@ -63,8 +65,25 @@ impl World {
             if reason == "TERMINAL_STATE" && !self.terminal_or_gone(task) {
                 return Err(fired("but the task is not terminal".into()));
             }
+            if matches!(reason, "HISTORY_CONFLICT" | "EVENT_ID_PAYLOAD_CONFLICT")
+                && self.stores_as_is(task, &rejection.event_id, rejection.payload_sha256)
+            {
+                return Err(fired(
+                    "but the event store holds that very event: a copy of the history conflicts with nothing".into(),
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// Whether the event store holds the event `id` of `task` with this
+    /// very payload (a compacted task's events are gone: not known).
+    fn stores_as_is(&self, task: TaskId, id: &str, payload_sha256: crate::hash::Sha) -> bool {
+        self.db.find_task(task).is_some_and(|row| {
+            row.events.iter().any(|stored| {
+                &*stored.event.event_id == id && stored.payload_sha256 == payload_sha256
+            })
+        })
     }
 
     /// A task once terminal stays so (`terminal-never-reopens`); a

@@ -517,6 +517,9 @@ pub struct Rejection {
     pub step: u64,
     pub task: TaskId,
     pub event_id: Text,
+    /// The refused event's payload hash: the checker tells a copy of a
+    /// stored event from another event under the same id by it.
+    pub payload_sha256: Sha,
     pub event_type: &'static str,
     pub reason: &'static str,
     pub actor: ActorId,

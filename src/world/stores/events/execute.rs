@@ -196,6 +196,7 @@ impl World {
             step: self.steps + 1,
             task,
             event_id: event.event_id.clone(),
+            payload_sha256: event_payload_sha256(event),
             event_type: event.event_type().as_str(),
             reason,
             actor: self.rec.actor,
