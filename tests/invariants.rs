@@ -2189,6 +2189,27 @@ fn fires_review_earned() {
     );
 }
 
+/// A dead letter sent to review: earned once its task spent the re-drive
+/// budget of the letter's topic, not before.
+#[test]
+fn fires_review_earned_for_a_dead_letter() {
+    let scenario = crate::common::load_scenario("poison-message");
+    let mut world = crate::common::run_clean(&scenario).world;
+    let letter = world.broker.dead_letters[0].clone();
+    let reviewed = || Touched {
+        dead_letter_reviews: vec![letter.id],
+        ..Touched::default()
+    };
+    let budget = world.config.redrive_max as u32;
+    assert!(budget > 0, "the scenario allows re-drives");
+    world.db.task_mut(letter.task).redrives = budget;
+    world.db.task_mut(letter.task).event_redrives = budget;
+    clean(&mut world, reviewed());
+    world.db.task_mut(letter.task).redrives = budget - 1;
+    world.db.task_mut(letter.task).event_redrives = budget - 1;
+    fires(&mut world, reviewed(), "review-earned");
+}
+
 #[test]
 fn fires_mismatch_shows_damage() {
     // The store corrupted the first put; the task failed for it, and the

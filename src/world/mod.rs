@@ -81,6 +81,9 @@ pub struct Touched {
     /// Effects sent to manual review because the store could not confirm
     /// them: judged against the ledger row at that moment.
     pub reviews: Vec<db::Token>,
+    /// Dead letters the reconciler sent to manual review: judged against
+    /// the re-drive budget their task spent.
+    pub dead_letter_reviews: Vec<ids::DeadLetterId>,
 }
 
 /// A worker that let go of its delivery mid-attempt, and why.
@@ -115,7 +118,7 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases appends
-            cancels commits let_go replays reviews)
+            cancels commits let_go replays reviews dead_letter_reviews)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

@@ -100,6 +100,8 @@ impl World {
         check_each!(tasks, |task| self.check_task_events(task));
         check_each!(tokens, |token| self.check_token(token));
         check_each!(reviews, |token| self.check_review_earned(token));
+        check_each!(dead_letter_reviews, |id| self
+            .check_dead_letter_review_earned(id));
         check_each!(tasks, |task| self.check_artifacts(task));
         check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
@@ -410,6 +412,36 @@ impl World {
             });
         }
         Ok(())
+    }
+
+    /// review-earned: a dead letter goes to a human only once its task
+    /// spent the re-drive budget of the letter's topic (its work's, or its
+    /// events'); before that the reconciler re-drives it.
+    fn check_dead_letter_review_earned(
+        &self,
+        id: crate::world::engine::ids::DeadLetterId,
+    ) -> Result<(), Fired> {
+        let Some(letter) = self.broker.dead_letter_by_id(id) else {
+            return Ok(());
+        };
+        let Some(row) = self.db.find_task(letter.task) else {
+            return Ok(());
+        };
+        let spent = match letter.topic {
+            crate::world::stores::db::Topic::TaskWork => row.redrives,
+            crate::world::stores::db::Topic::TaskEvents => row.event_redrives,
+        };
+        if u64::from(spent) >= self.config.redrive_max {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "review-earned",
+            message: format!(
+                "dead letter {id} of {} went to manual review after {spent} of its {} re-drives",
+                letter.task, self.config.redrive_max
+            ),
+            entities: vec![letter.task.to_string(), id.to_string()],
+        })
     }
 
     /// completed-has-verified-artifact, one-visible-artifact-per-task,

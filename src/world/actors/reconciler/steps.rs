@@ -256,6 +256,7 @@ impl World {
                 self.now,
             );
             self.rec.outcome = "DEAD_LETTERED";
+            self.touched.dead_letter_reviews.push(id);
             self.sometimes("dead-letter-to-review");
         }
         self.finish();
