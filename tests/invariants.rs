@@ -2149,13 +2149,18 @@ fn fires_compaction_keeps_objects() {
 
 #[test]
 fn fires_review_earned() {
-    // task-1's attempt 1 planned and running: its artifact row started.
-    let planned = stepped_until(&happy_path_with(""), |world| {
-        world
-            .db
-            .find_task(TASK)
-            .is_some_and(|row| row.effect(artifact_token()).is_some())
-    });
+    // task-1's attempt 1 planned and running: its artifact row started, on
+    // a store that cannot be queried (only there can an effect stay
+    // unconfirmable).
+    let planned = stepped_until(
+        &happy_path_with("store_supports_query = false\n"),
+        |world| {
+            world
+                .db
+                .find_task(TASK)
+                .is_some_and(|row| row.effect(artifact_token()).is_some())
+        },
+    );
     assert_eq!(planned.db.task(TASK).state.status, Status::Running);
     let reviewed = || Touched {
         reviews: vec![artifact_token()],
@@ -2187,6 +2192,10 @@ fn fires_review_earned() {
         reviewed(),
         "review-earned",
     );
+    // A store that answers queries could have been read back.
+    let mut world = with_row(EffectState::Unknown, Status::Running);
+    world.config.store_supports_query = true;
+    fires(&mut world, reviewed(), "review-earned");
 }
 
 /// A dead letter sent to review: earned once its task spent the re-drive

@@ -393,10 +393,22 @@ impl World {
     }
 
     /// review-earned: the store could not confirm the effect under `token`,
-    /// and its task went to manual review. A running task's effect is being
+    /// and its task went to manual review. Only a store that cannot be
+    /// queried leaves an effect unconfirmable. A running task's effect is being
     /// retried (a cancel would have left it cancelling), and a retry uses a
     /// row the ledger already says verified: nothing was left to confirm.
     fn check_review_earned(&self, token: Token) -> Result<(), Fired> {
+        // A store that answers queries can always confirm: read it back.
+        if self.config.store_supports_query {
+            return Err(Fired {
+                invariant: "review-earned",
+                message: format!(
+                    "{} went to manual review STORE_CANNOT_CONFIRM for {token}, but the store answers queries",
+                    token.task
+                ),
+                entities: vec![token.task.to_string(), token.to_string()],
+            });
+        }
         let row = self.db.task(token.task);
         let verified = row
             .effect(token)
