@@ -398,30 +398,26 @@ impl World {
     /// retried (a cancel would have left it cancelling), and a retry uses a
     /// row the ledger already says verified: nothing was left to confirm.
     fn check_review_earned(&self, token: Token) -> Result<(), Fired> {
+        let unearned = |why: &str| Fired {
+            invariant: "review-earned",
+            message: format!(
+                "{} went to manual review STORE_CANNOT_CONFIRM for {token}, {why}",
+                token.task
+            ),
+            entities: vec![token.task.to_string(), token.to_string()],
+        };
         // A store that answers queries can always confirm: read it back.
         if self.config.store_supports_query {
-            return Err(Fired {
-                invariant: "review-earned",
-                message: format!(
-                    "{} went to manual review STORE_CANNOT_CONFIRM for {token}, but the store answers queries",
-                    token.task
-                ),
-                entities: vec![token.task.to_string(), token.to_string()],
-            });
+            return Err(unearned("but the store answers queries"));
         }
         let row = self.db.task(token.task);
         let verified = row
             .effect(token)
             .is_some_and(|ledger| ledger.state == crate::world::stores::db::EffectState::Verified);
         if row.state.status == Status::Running && verified {
-            return Err(Fired {
-                invariant: "review-earned",
-                message: format!(
-                    "{} went to manual review STORE_CANNOT_CONFIRM for {token}, which its ledger says verified, while retrying its attempt",
-                    token.task
-                ),
-                entities: vec![token.task.to_string(), token.to_string()],
-            });
+            return Err(unearned(
+                "which its ledger says verified, while retrying its attempt",
+            ));
         }
         Ok(())
     }
