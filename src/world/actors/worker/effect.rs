@@ -268,6 +268,13 @@ impl World {
 
     /// Reads the artifact back by the same token.
     pub(super) fn worker_read_back(&mut self, job: &mut Job) -> Step {
+        // The configuration's store cannot be read by token: a worker that
+        // reads it anyway trusts an answer the real store would not give.
+        assert!(
+            self.config.store_supports_query,
+            "{} read back {} from a store without query support",
+            self.rec.actor, job.token
+        );
         if let Some(wait) = self.read_or_wait(job, WorkerPhase::ReadBack) {
             return wait;
         }
