@@ -166,7 +166,7 @@ impl World {
             // the store does not hold it: then the rebuilt model is all
             // there is to know.
             match self.refusal(task, &event, payload_sha256) {
-                Some(refused) => self.refuse(task, &event, refused),
+                Some(refused) => self.refuse(task, &event, payload_sha256, refused),
                 None => {
                     let _ = self.apply_to_model(task, &event, payload_sha256);
                 }
@@ -183,7 +183,7 @@ impl World {
             // altered on its way, or an event no producer of this pipeline
             // committed. Never applied; the model takes the stored events
             // instead (a refetch through this sequence), then acks.
-            self.refuse(task, &event, stored);
+            self.refuse(task, &event, payload_sha256, stored);
             self.projector.phase = ProjectorPhase::Refetch;
             self.finish_projector_step();
             return true;
@@ -258,7 +258,7 @@ impl World {
     }
 
     /// Records why a delivered event was not applied.
-    fn refuse(&mut self, task: TaskId, event: &TaskEvent, stored: Stored) {
+    fn refuse(&mut self, task: TaskId, event: &TaskEvent, payload_sha256: Sha, stored: Stored) {
         let code = match stored {
             Stored::AnotherPayload => {
                 self.sometimes("altered-event-refetched");
@@ -270,7 +270,7 @@ impl World {
             }
         };
         self.rec.outcome = code;
-        self.record_rejection(task, event, code);
+        self.record_rejection(task, event, payload_sha256, code);
     }
 
     /// Invalidates the cache for the model's version, then acks.
@@ -368,11 +368,16 @@ impl World {
                         Applied::Duplicate
                     }
                     Some((id, _)) if *id == event.event_id => {
-                        self.record_rejection(task, event, "EVENT_ID_PAYLOAD_CONFLICT");
+                        self.record_rejection(
+                            task,
+                            event,
+                            payload_sha256,
+                            "EVENT_ID_PAYLOAD_CONFLICT",
+                        );
                         Applied::Conflict("EVENT_ID_PAYLOAD_CONFLICT")
                     }
                     _ => {
-                        self.record_rejection(task, event, "HISTORY_CONFLICT");
+                        self.record_rejection(task, event, payload_sha256, "HISTORY_CONFLICT");
                         self.sometimes("history-conflict-reported");
                         Applied::Conflict("HISTORY_CONFLICT")
                     }
@@ -382,7 +387,7 @@ impl World {
                 reason: RejectReason::SequenceGap,
             } => Applied::Gap,
             Transition::Rejected { reason } => {
-                self.record_rejection(task, event, reason.as_str());
+                self.record_rejection(task, event, payload_sha256, reason.as_str());
                 Applied::Conflict(reason.as_str())
             }
         }

@@ -111,7 +111,7 @@ impl World {
                 }
             }
             Transition::Rejected { reason } => {
-                self.record_rejection(task, &event, reason.as_str());
+                self.record_rejection(task, &event, payload_sha256, reason.as_str());
                 CommandOutcome::Rejected(reason)
             }
         }
@@ -191,12 +191,18 @@ impl World {
         }
     }
 
-    pub fn record_rejection(&mut self, task: TaskId, event: &TaskEvent, reason: &'static str) {
+    pub fn record_rejection(
+        &mut self,
+        task: TaskId,
+        event: &TaskEvent,
+        payload_sha256: Sha,
+        reason: &'static str,
+    ) {
         let rejection = Rejection {
             step: self.steps + 1,
             task,
             event_id: event.event_id.clone(),
-            payload_sha256: event_payload_sha256(event),
+            payload_sha256,
             event_type: event.event_type().as_str(),
             reason,
             actor: self.rec.actor,
@@ -364,7 +370,7 @@ impl World {
                 subject,
                 self.now,
             );
-            self.record_rejection(task, &event, "EVENT_ID_PAYLOAD_CONFLICT");
+            self.record_rejection(task, &event, payload_sha256, "EVENT_ID_PAYLOAD_CONFLICT");
             self.sometimes("event-id-payload-conflict");
             return "EVENT_ID_PAYLOAD_CONFLICT";
         }
@@ -378,7 +384,7 @@ impl World {
         );
         match self.run_transition(&current, &event) {
             Transition::Accepted { .. } if semantic_taken => {
-                self.record_rejection(task, &event, "SEMANTIC_KEY_CONFLICT");
+                self.record_rejection(task, &event, payload_sha256, "SEMANTIC_KEY_CONFLICT");
                 "SEMANTIC_KEY_CONFLICT"
             }
             Transition::Accepted { next, evidence } => {
@@ -391,7 +397,7 @@ impl World {
                 "committed"
             }
             Transition::Rejected { reason } => {
-                self.record_rejection(task, &event, reason.as_str());
+                self.record_rejection(task, &event, payload_sha256, reason.as_str());
                 reason.as_str()
             }
         }
