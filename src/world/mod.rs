@@ -7,6 +7,7 @@ pub mod actors;
 pub mod engine;
 mod identity;
 pub mod input;
+mod mutant_hooks;
 pub mod stores;
 pub mod truth;
 pub mod windows;

@@ -20,6 +20,7 @@ use crate::world::stores::db::{ProcessResult, Token};
 mod effect;
 mod finish;
 mod inbox;
+mod mutant_hooks;
 mod steps;
 
 /// The error code of an input the transform rejects under the current

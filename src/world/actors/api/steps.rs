@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use super::*;
 
+mod mutant_hooks;
+
 impl World {
     pub(in crate::world) fn api_step(&mut self, call_id: CallId) -> bool {
         let Some(call) = self.calls.get(call_id).cloned() else {
@@ -35,12 +37,8 @@ impl World {
             (ApiPhase::Arrive, ClientOp::Create { input, .. })
                 if self.mutant == Some(Mutant::PublishBeforeCommit) =>
             {
-                // The message goes out for the task this call is about to
-                // create, before anything commits.
                 self.begin(actor, Verb::Publish);
-                let task = self.db.next_task_id();
-                self.publish_direct(task, &input);
-                Some(ApiPhase::CreateAfterPublish)
+                self.api_publish_before_commit(&input)
             }
             (
                 ApiPhase::Arrive | ApiPhase::CreateAfterPublish,
@@ -246,19 +244,8 @@ impl World {
             Some(answer) => answer,
             None => self.insert_new(key, input, fingerprint),
         };
-        if let Answer::Accepted(task) = answer {
-            let fresh = self.touched.created.contains(&task);
-            if fresh && crash.is_none() {
-                match self.mutant {
-                    Some(Mutant::PublishAfterCommit) => {
-                        return self.reply_then(intent, answer, ApiPhase::Publish { task });
-                    }
-                    Some(Mutant::SplitCreateTransaction) => {
-                        return self.reply_then(intent, answer, ApiPhase::CreateTask { task });
-                    }
-                    _ => {}
-                }
-            }
+        if let Some(next) = self.api_split_after_commit(intent, answer, crash) {
+            return next;
         }
         if crash == Some(true) {
             self.answered(intent, answer);
@@ -343,7 +330,7 @@ impl World {
             kept_since_ms: None,
         });
         let keep = if self.mutant == Some(Mutant::EarlyIdempotencyExpiry) {
-            (self.config.idempotency_ttl_ms / 1000).max(1)
+            self.early_record_keep_ms()
         } else {
             self.config.idempotency_ttl_ms
         };
@@ -434,123 +421,6 @@ impl World {
         });
         self.rec.message = Some(id);
         self.poke_publishers();
-    }
-
-    /// `split-idempotency-insert`, second step: insert without re-checking.
-    fn api_insert_after_check(
-        &mut self,
-        intent: Option<IntentId>,
-        key: &Text,
-        input: &Arc<Input>,
-        fingerprint: Sha,
-    ) -> Option<ApiPhase> {
-        if self.commit_fault() == Some(false) {
-            return None;
-        }
-        let answer = if self.db.quota_remaining == 0 {
-            Answer::Refused("QUOTA_EXCEEDED")
-        } else {
-            self.db.quota_remaining -= 1;
-            Answer::Accepted(self.insert_task(key, input, fingerprint, None, true))
-        };
-        let state = match answer {
-            Answer::Accepted(_) => RecordState::Succeeded,
-            Answer::Refused(_) => RecordState::FailedFinal,
-        };
-        self.insert_record(key, fingerprint, state, answer);
-        self.reply_create(intent, answer)
-    }
-
-    /// `quota-read-then-write`, second step: write the remaining count read
-    /// earlier, minus one.
-    fn api_write_quota(
-        &mut self,
-        intent: Option<IntentId>,
-        key: &Text,
-        input: &Arc<Input>,
-        fingerprint: Sha,
-        remaining: u64,
-    ) -> Option<ApiPhase> {
-        if self.commit_fault() == Some(false) {
-            return None;
-        }
-        if let Some(answer) = self.lookup(key, fingerprint) {
-            return self.reply_create(intent, answer);
-        }
-        let answer = if remaining == 0 {
-            let answer = Answer::Refused("QUOTA_EXCEEDED");
-            self.insert_record(key, fingerprint, RecordState::FailedFinal, answer);
-            answer
-        } else {
-            self.db.quota_remaining = remaining - 1;
-            let task = self.insert_task(key, input, fingerprint, None, true);
-            let answer = Answer::Accepted(task);
-            self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
-            answer
-        };
-        self.reply_create(intent, answer)
-    }
-
-    /// `split-create-transaction`, second transaction: record and outbox row.
-    fn api_finish_split_create(
-        &mut self,
-        intent: Option<IntentId>,
-        key: &Text,
-        fingerprint: Sha,
-        task: TaskId,
-    ) -> Option<ApiPhase> {
-        if self.commit_fault() == Some(false) {
-            return None;
-        }
-        let answer = Answer::Accepted(task);
-        self.insert_record(key, fingerprint, RecordState::Succeeded, answer);
-        self.insert_work_row(task, WorkKind::TaskCreated, 1, self.now);
-        self.reply_create(intent, answer)
-    }
-
-    /// `publish-*-commit`: the API hands the message to the broker itself,
-    /// under an id no outbox row has.
-    fn publish_direct(&mut self, task: TaskId, input: &Arc<Input>) {
-        let payload = Payload::Work {
-            kind: WorkKind::TaskCreated,
-            task,
-            attempt: 1,
-            input_sha256: input.sha256,
-            not_before_ms: self.now,
-        };
-        let sha = payload.sha256();
-        let message = crate::world::engine::ids::OutboxId(DIRECT_MESSAGE_BASE + task.0);
-        let entry = self
-            .broker
-            .publish(Topic::TaskWork, message, task, payload, sha, self.now);
-        self.touched.entries.push(entry);
-        self.rec.entry = Some(entry);
-        self.rec.message = Some(message);
-        self.rec.task = Some(task);
-        self.rec.outcome = "published";
-        self.poke_broker(self.now);
-    }
-
-    fn api_cache_before_cancel(&mut self, target: &Target) -> Option<ApiPhase> {
-        if let Some(task) = self.resolve(target) {
-            let state = self.db.task(task).state.clone();
-            let predicted = match state.status {
-                Status::Queued => Status::Cancelled,
-                _ => Status::Cancelling,
-            };
-            self.cache.entries.insert(
-                task,
-                crate::world::stores::cache::CacheEntry::View {
-                    status: predicted,
-                    version: state.version + 1,
-                },
-            );
-            self.touched.cache.push(task);
-            self.rec.task = Some(task);
-            self.rec.version = Some(state.version + 1);
-            self.rec.outcome = predicted.as_str();
-        }
-        Some(ApiPhase::CancelAfterCacheWrite)
     }
 
     /// Which task a cancel or read names, through the idempotency record

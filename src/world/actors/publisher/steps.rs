@@ -3,7 +3,7 @@
 use crate::faults::{FaultKind, Site};
 use crate::mutants::Mutant;
 use crate::world::World;
-use crate::world::engine::ids::{ActorId, ActorKind, OutboxId};
+use crate::world::engine::ids::{ActorId, ActorKind};
 use crate::world::engine::step::Verb;
 use crate::world::windows::Component;
 
@@ -108,7 +108,7 @@ impl World {
         );
         let mut message = id;
         if self.mutant == Some(Mutant::NewMessageIdOnRepublish) && last_error.is_some() {
-            message = OutboxId(FRESH_MESSAGE_BASE + self.broker.published as u32);
+            message = self.fresh_message_id();
         }
         let (topic, payload) = (row.topic, row.payload.clone());
         self.rec.task = Some(task);

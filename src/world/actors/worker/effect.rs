@@ -6,9 +6,7 @@ use crate::faults::{FaultKind, Site};
 use crate::mutants::Mutant;
 use crate::world::World;
 use crate::world::engine::ids::TaskId;
-use crate::world::stores::db::{
-    EffectKind, EffectState, InboxState, LedgerRow, ProcessResult, ReviewReason, Token,
-};
+use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, ReviewReason, Token};
 use crate::world::stores::events::{Command, CommandOutcome};
 use crate::world::stores::store::{Observed, Version};
 
@@ -123,22 +121,6 @@ impl World {
         }
     }
 
-    /// `new-token-on-retry`: the retried effect gets a fresh token, and the
-    /// ledger row follows it.
-    pub(super) fn renew_token(&mut self, job: &mut Job) {
-        job.token.generation += 1;
-        let token = job.token;
-        if let Some(ledger) = self
-            .db
-            .task_mut(job.task)
-            .effects
-            .iter_mut()
-            .rfind(|l| l.token.kind == EffectKind::Artifact && l.token.attempt == job.attempt)
-        {
-            ledger.token = token;
-        }
-    }
-
     /// An unknown outcome on a store without query support: no blind retry,
     /// a manual review.
     pub(super) fn cannot_confirm(&mut self, job: &mut Job) -> Step {
@@ -210,36 +192,6 @@ impl World {
             return Step::Next(WorkerPhase::Verify { good }, self.latency());
         }
         Step::Next(WorkerPhase::ReadBack, self.latency())
-    }
-
-    pub(super) fn fail_attempt_blindly(&mut self, job: &mut Job) -> Step {
-        let command = if u64::from(job.attempt) < self.config.attempts_max {
-            Command::FailAttempt {
-                attempt: job.attempt,
-                error_code: "STORE_TIMEOUT",
-            }
-        } else {
-            Command::FailTask {
-                attempt: job.attempt,
-                error_code: "STORE_TIMEOUT",
-            }
-        };
-        let retry = matches!(command, Command::FailAttempt { .. });
-        if let CommandOutcome::Committed { .. } = self.execute(job.task, job.version, command) {
-            if retry {
-                let not_before = self.now + self.config.retry_backoff_ms;
-                self.insert_work_row(
-                    job.task,
-                    crate::world::stores::db::WorkKind::TaskRetry,
-                    job.attempt + 1,
-                    not_before,
-                );
-            }
-            self.db.set_lease(job.task, None);
-        }
-        job.result = Some(ProcessResult::Superseded { task: job.task });
-        self.finalize_inbox(job, InboxState::Completed);
-        Step::Next(WorkerPhase::Ack, self.latency())
     }
 
     /// Records the unknown outcome in the ledger before resolving it.

@@ -27,15 +27,7 @@ impl World {
         match self.db.inbox.get(message).cloned() {
             Some(row) if dedupe && row.payload_sha256 != hash => {
                 if self.mutant == Some(Mutant::NoInboxHashCheck) {
-                    // Treated as a plain duplicate.
-                    if let Some(result) = row.result.filter(|_| row.state.is_final()) {
-                        job.result = Some(result);
-                        self.rec.outcome = "duplicate";
-                        return Step::Next(WorkerPhase::Ack, self.latency());
-                    }
-                    self.rec.outcome = "in-progress";
-                    self.touch_delivery(job, DeliveryAct::Drop);
-                    return Step::Done;
+                    return self.conflict_as_duplicate(job, &row);
                 }
                 self.rec.outcome = "MESSAGE_ID_PAYLOAD_CONFLICT";
                 self.db.review(

@@ -186,15 +186,7 @@ impl World {
         });
         let actor = World::worker_actor(index);
         if self.mutant == Some(Mutant::AckBeforeProcess) {
-            // Acks on receipt, then processes: a crash now loses the work.
-            self.begin(actor, Verb::Ack);
-            self.rec.task = Some(task);
-            self.rec.entry = Some(job.delivery.entry);
-            self.broker.ack(job.delivery.entry);
-            self.touched.entries.push(job.delivery.entry);
-            self.rec.outcome = "acked-on-receipt";
-            let delay = self.latency();
-            self.settle(index, job, Step::Next(WorkerPhase::Register, delay));
+            self.ack_on_receipt(index, job);
             return true;
         }
         self.begin(actor, Verb::Register);

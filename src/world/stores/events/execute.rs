@@ -6,9 +6,7 @@ use crate::mutants::Mutant;
 use crate::task::json::{Sink, emit_i64};
 use crate::task::json::{event_payload_sha256, state_sha256};
 use crate::task::replay::fold;
-use crate::task::{
-    EventBody, EventType, RejectReason, Status, TaskEvent, TaskState, Transition, transition,
-};
+use crate::task::{EventBody, RejectReason, TaskEvent, TaskState, Transition, transition};
 use crate::world::World;
 use crate::world::engine::ids::{ActorKind, OutboxId, TaskId, TextBuf};
 use crate::world::stores::db::{OutboxRow, Payload, Rejection, Snapshot, StoredEvent, Topic};
@@ -30,14 +28,7 @@ impl World {
                 }
             )
         {
-            // Apply it as if the task were live: the status the event needs.
-            let mut live = state.clone();
-            live.status = match event.event_type() {
-                EventType::TaskStarted => Status::Queued,
-                EventType::TaskCancelled => Status::Cancelling,
-                _ => Status::Running,
-            };
-            result = transition(&live, event, policy);
+            result = self.apply_past_terminal(state, event);
         }
         *self
             .counters
