@@ -1413,7 +1413,7 @@ fn fires_start_names_its_holder() {
 
 #[test]
 fn fires_lease_never_taken_live() {
-    let mut world = happy();
+    let mut world = stepped_until(&happy_path_with(""), task_running);
     let now = world.now;
     let worker = Lease {
         attempt: 1,
@@ -1455,6 +1455,37 @@ fn fires_lease_never_taken_live() {
     };
     let touched = granted(&mut world, worker, restarted);
     fires(&mut world, touched, "lease-never-taken-live");
+}
+
+#[test]
+fn fires_lease_on_live_attempt() {
+    let mut world = stepped_until(&happy_path_with(""), task_running);
+    let lease = world.db.task(TASK).lease.expect("a running task's lease");
+    assert_eq!(lease.attempt, 1);
+    let granted = |world: &mut World, new: Lease| {
+        world.db.set_lease(TASK, Some(new));
+        Touched {
+            leases: vec![(TASK, Some(lease))],
+            ..Touched::default()
+        }
+    };
+    let renewed = Lease {
+        until_ms: lease.until_ms + 1_000,
+        ..lease
+    };
+    let touched = granted(&mut world, renewed);
+    clean(&mut world, touched);
+    // A lease on an attempt the task is not on (a stale holder's).
+    let stale = Lease {
+        attempt: 2,
+        ..renewed
+    };
+    let touched = granted(&mut world, stale);
+    fires(&mut world, touched, "lease-on-live-attempt");
+    // A lease on a task that has ended.
+    let mut ended = happy();
+    let touched = granted(&mut ended, renewed);
+    fires(&mut ended, touched, "lease-on-live-attempt");
 }
 
 /// A step in which the append API answered `answer` to an outside `event`.

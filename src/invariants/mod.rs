@@ -117,6 +117,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task's lease passes to another holder, or another incarnation of its holder, only after it ran out: renewing one's own lease is fine, taking a live one lets two attempts run at once",
     },
     Invariant {
+        id: "lease-on-live-attempt",
+        statement: "a lease is granted (taken, renewed or claimed by a fence) only on a task that is not terminal, and only for the attempt the task is on: a holder of an earlier attempt, or of a task that ended, holds nothing",
+    },
+    Invariant {
         id: "start-names-its-holder",
         statement: "a TaskStarted a worker commits names that worker (worker-N) and the lease it holds: the state's workerId, attempt and leaseUntilEpochMs are the lease row's holder, attempt and expiry",
     },

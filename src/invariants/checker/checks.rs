@@ -642,6 +642,24 @@ impl World {
     /// another incarnation of the same one) only once it ran out. Renewing
     /// one's own lease is fine; taking a live one lets two attempts run.
     fn check_lease(&self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        if let Some(new) = row.lease {
+            let state = &row.state;
+            if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {
+                return Err(Fired {
+                    invariant: "lease-on-live-attempt",
+                    message: format!(
+                        "{} took {task}'s lease on attempt {} at {} ms, where the task is {} on attempt {}",
+                        new.holder,
+                        new.attempt,
+                        self.now,
+                        state.status.as_str(),
+                        state.attempt
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+        }
         let (Some(old), Some(new)) = (replaced, self.db.task(task).lease) else {
             return Ok(());
         };
