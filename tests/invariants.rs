@@ -13,7 +13,7 @@ use sim::invariants::INVARIANTS;
 use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
 use sim::task::json::event_payload_sha256;
-use sim::task::{EventBody, EventType, Status, TaskEvent, Text, initial_state};
+use sim::task::{EventBody, EventType, Policy, Status, TaskEvent, Text, initial_state};
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
 use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, SignalId, TaskId};
 use sim::world::stores::broker::EntryState;
@@ -2109,6 +2109,28 @@ fn fires_rejection_names_its_reason() {
             &stored.altered()
         ),
         None
+    );
+    // CANCELLATION_PENDING: only under cancel-wins, for a task someone
+    // asked to cancel.
+    let mut world = happy();
+    world.config.cancel_policy = Policy::CancelWins;
+    assert_eq!(
+        rejected(&mut world, TASK, "CANCELLATION_PENDING"),
+        Some("rejection-names-its-reason"),
+        "nobody asked to cancel the task"
+    );
+    // (A second task, not touched, holds the request: the step's checks
+    // judge task-1.)
+    let mut world = happy();
+    world.config.cancel_policy = Policy::CancelWins;
+    let asked = insert_task(&mut world, "second-key");
+    world.db.task_mut(asked).state.cancellation_signal_id = Some(Text::from("signal-1"));
+    assert_eq!(rejected(&mut world, asked, "CANCELLATION_PENDING"), None);
+    world.config.cancel_policy = Policy::CompletionWins;
+    assert_eq!(
+        rejected(&mut world, asked, "CANCELLATION_PENDING"),
+        Some("rejection-names-its-reason"),
+        "completion-wins refuses no event for a pending cancellation"
     );
     // An outside append refused under a code no lesson defines.
     let mut world = happy();

@@ -170,7 +170,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "rejection-names-its-reason",
-        statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal; HISTORY_CONFLICT and EVENT_ID_PAYLOAD_CONFLICT never for a copy of an event the store holds as it is",
+        statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal; CANCELLATION_PENDING only under cancel-wins, for a task someone asked to cancel; HISTORY_CONFLICT and EVENT_ID_PAYLOAD_CONFLICT never for a copy of an event the store holds as it is",
     },
     Invariant {
         id: "mismatch-shows-damage",

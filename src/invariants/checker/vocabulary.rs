@@ -65,6 +65,16 @@ impl World {
             if reason == "TERMINAL_STATE" && !self.terminal_or_gone(task) {
                 return Err(fired("but the task is not terminal".into()));
             }
+            if reason == "CANCELLATION_PENDING" {
+                if self.config.cancel_policy != crate::task::Policy::CancelWins {
+                    return Err(fired(
+                        "but only cancel-wins lets a pending cancellation refuse an event".into(),
+                    ));
+                }
+                if !self.cancel_requested_or_gone(task) {
+                    return Err(fired("but nobody asked to cancel the task".into()));
+                }
+            }
             if matches!(reason, "HISTORY_CONFLICT" | "EVENT_ID_PAYLOAD_CONFLICT")
                 && self.stores_as_is(task, &rejection.event_id, rejection.payload_sha256)
             {
@@ -84,6 +94,14 @@ impl World {
                 &*stored.event.event_id == id && stored.payload_sha256 == payload_sha256
             })
         })
+    }
+
+    /// Whether a cancellation of `task` was requested (its state names the
+    /// request's signal), or the task is compacted.
+    fn cancel_requested_or_gone(&self, task: TaskId) -> bool {
+        self.db
+            .find_task(task)
+            .is_none_or(|row| row.compacted || row.state.cancellation_signal_id.is_some())
     }
 
     /// A task once terminal stays so (`terminal-never-reopens`); a
