@@ -2047,6 +2047,57 @@ fn fires_payload_hash_canonical() {
 }
 
 #[test]
+fn fires_own_commands_legal() {
+    let refused_by = |world: &mut World, task: TaskId, actor: ActorId, reason: &'static str| {
+        let event = TaskEvent::clone(&world.db.task(TASK).events[1].event);
+        world.db.reject(Rejection {
+            step: world.steps,
+            task,
+            event_id: event.event_id.clone(),
+            payload_sha256: event_payload_sha256(&event),
+            event_type: event.event_type().as_str(),
+            reason,
+            actor,
+        });
+        // The refusal list is read whatever the step touched; task-1 is
+        // clean.
+        fired(world, tasks(&[TASK]))
+    };
+    let worker = ActorId::new(ActorKind::Worker, 0);
+    // An outside producer's event refused as terminal is no fault of the
+    // pipeline's; a worker's or a fence's own is.
+    let mut world = happy();
+    let operator = ActorId::new(ActorKind::Operator, 0);
+    assert_eq!(
+        refused_by(&mut world, TASK, operator, "TERMINAL_STATE"),
+        None
+    );
+    for actor in [worker, ActorId::RECONCILER] {
+        let mut world = happy();
+        assert_eq!(
+            refused_by(&mut world, TASK, actor, "TERMINAL_STATE"),
+            Some("own-commands-legal")
+        );
+    }
+    // The one refusal the lesson plans for: a completion meeting a pending
+    // cancellation under cancel-wins (a second task, not touched, holds
+    // the request).
+    let mut world = happy();
+    world.config.cancel_policy = Policy::CancelWins;
+    let asked = insert_task(&mut world, "second-key");
+    world.db.task_mut(asked).state.cancellation_signal_id = Some(Text::from("signal-1"));
+    let mut refused = world.clone();
+    assert_eq!(
+        refused_by(&mut refused, asked, worker, "CANCELLATION_PENDING"),
+        None
+    );
+    assert_eq!(
+        refused_by(&mut world, asked, worker, "ILLEGAL_TRANSITION"),
+        Some("own-commands-legal")
+    );
+}
+
+#[test]
 fn fires_rejection_names_its_reason() {
     let rejected_as = |world: &mut World, task: TaskId, reason: &'static str, event: &TaskEvent| {
         world.db.reject(Rejection {

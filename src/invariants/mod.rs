@@ -173,6 +173,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "every event the store or the projector refuses is recorded, and every refused outside append answered, under a code the lessons define; TERMINAL_STATE only for a task that is terminal; CANCELLATION_PENDING only under cancel-wins, for a task someone asked to cancel; HISTORY_CONFLICT and EVENT_ID_PAYLOAD_CONFLICT never for a copy of an event the store holds as it is",
     },
     Invariant {
+        id: "own-commands-legal",
+        statement: "a worker or a fence proposes in its own transaction only an event the state it reads there allows: the store refuses one only with CANCELLATION_PENDING (a completion meeting a pending cancellation under cancel-wins, which the worker then compensates); any other refusal means it decided on a state it did not read",
+    },
+    Invariant {
         id: "mismatch-shows-damage",
         statement: "a task fails ARTIFACT_HASH_MISMATCH only when the artifact store holds a version of its failing attempt's artifact that does not verify against the task's input",
     },

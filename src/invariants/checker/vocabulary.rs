@@ -65,6 +65,21 @@ impl World {
             if reason == "TERMINAL_STATE" && !self.terminal_or_gone(task) {
                 return Err(fired("but the task is not terminal".into()));
             }
+            let holder = matches!(
+                rejection.actor.kind,
+                crate::world::engine::ids::ActorKind::Worker
+                    | crate::world::engine::ids::ActorKind::Reconciler
+            );
+            if holder && reason != "CANCELLATION_PENDING" {
+                return Err(Fired {
+                    invariant: "own-commands-legal",
+                    message: format!(
+                        "{} proposed {} {} for {task} in its own transaction and the store refused it {reason}",
+                        rejection.actor, rejection.event_type, rejection.event_id
+                    ),
+                    entities: vec![task.to_string(), rejection.event_id.to_string()],
+                });
+            }
             if reason == "CANCELLATION_PENDING" {
                 if self.config.cancel_policy != crate::task::Policy::CancelWins {
                     return Err(fired(
