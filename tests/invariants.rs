@@ -2047,6 +2047,35 @@ fn fires_payload_hash_canonical() {
 }
 
 #[test]
+fn fires_snapshot_report_truthful_when_a_rebuild_passes_a_snapshot_unreported() {
+    // The projector, restarted, rebuilds task-1 past its snapshot at v2,
+    // whose hash does not check, and reports it.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/snapshot-corruption.toml"
+    );
+    let scenario =
+        sim::scenario::parse::load(std::path::Path::new(path)).expect("the scenario loads");
+    let rebuilt = |world: &World| {
+        world.trace.last().is_some_and(|record| {
+            record.verb == sim::world::engine::step::Verb::Rebuild && record.task == Some(TASK)
+        })
+    };
+    let mut world = stepped_until(&scenario, rebuilt);
+    let touched = || Touched {
+        projection: vec![TASK],
+        ..Touched::default()
+    };
+    clean(&mut world.clone(), touched());
+    // The same rebuild with the report gone.
+    world
+        .db
+        .snapshot_reports
+        .retain(|report| report.task != TASK);
+    fires(&mut world, touched(), "snapshot-report-truthful");
+}
+
+#[test]
 fn fires_own_commands_legal() {
     let refused_by = |world: &mut World, task: TaskId, actor: ActorId, reason: &'static str| {
         let event = TaskEvent::clone(&world.db.task(TASK).events[1].event);

@@ -146,7 +146,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "snapshot-report-truthful",
-        statement: "a snapshot is reported (and its task sent to manual review) only for the damage it shows, under the reason that names it: SNAPSHOT_HASH_MISMATCH when its stored hash is not its state's (or the state names another task or version), SNAPSHOT_MISMATCH when the hash checks but the state is not the task's at that version; and a damaged state never hashes like the true one",
+        statement: "a snapshot is reported (and its task sent to manual review) only for the damage it shows, under the reason that names it: SNAPSHOT_HASH_MISMATCH when its stored hash is not its state's (or the state names another task or version), SNAPSHOT_MISMATCH when the hash checks but the state is not the task's at that version; and a damaged state never hashes like the true one; and a rebuild reports every snapshot it passes over because its hash does not check",
     },
     Invariant {
         id: "commit-respects-live-lease",

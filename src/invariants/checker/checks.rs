@@ -117,6 +117,14 @@ impl World {
         }
         if !self.touched.projection.is_empty() {
             check!(self.check_snapshot_reports());
+            // The step's record is in the trace by now.
+            let rebuilt = self
+                .trace
+                .last()
+                .is_some_and(|record| record.verb == crate::world::engine::step::Verb::Rebuild);
+            if rebuilt {
+                check_each!(projection, |task| self.check_rebuild_reported(task));
+            }
         }
         if self.checker.rejections_seen < self.db.rejections.len() {
             check!(self.check_rejections());

@@ -1,12 +1,14 @@
 //! `snapshot-report-truthful`: the projector reports a snapshot (and sends
 //! its task to manual review) only for the damage the snapshot shows, under
 //! the reason that names it, and a damaged snapshot's state never hashes
-//! like the true one. Judged against the checker's own history of the task
-//! (the state it had at the snapshot's version), not against the fold the
-//! projector ran.
+//! like the true one; and a rebuild reports every snapshot it passes over
+//! because its hash does not check. Judged against the checker's own
+//! history of the task (the state it had at the snapshot's version), not
+//! against the fold the projector ran.
 
 use crate::task::json::state_sha256;
 use crate::world::World;
+use crate::world::engine::ids::TaskId;
 use crate::world::stores::db::SnapshotReport;
 
 use super::Fired;
@@ -18,6 +20,37 @@ impl World {
             let report = self.db.snapshot_reports[self.checker.snapshot_reports_seen].clone();
             self.checker.snapshot_reports_seen += 1;
             self.check_snapshot_report(&report)?;
+        }
+        Ok(())
+    }
+
+    /// A rebuild of `task` walks its snapshots from the newest and starts
+    /// from the first whose stored hash is its state's, for that task and
+    /// version: every one it passed over before that was reported.
+    pub(super) fn check_rebuild_reported(&self, task: TaskId) -> Result<(), Fired> {
+        let Some(row) = self.db.find_task(task) else {
+            return Ok(());
+        };
+        for snapshot in row.snapshots.iter().rev() {
+            let sound = state_sha256(&snapshot.state) == snapshot.state_sha256
+                && snapshot.state.task_id == row.state.task_id
+                && snapshot.state.version == snapshot.through_sequence;
+            if sound {
+                break;
+            }
+            let reported = self.db.snapshot_reports.iter().any(|report| {
+                report.task == task && report.through_sequence == snapshot.through_sequence
+            });
+            if !reported {
+                return Err(Fired {
+                    invariant: "snapshot-report-truthful",
+                    message: format!(
+                        "{task} was rebuilt past its snapshot at v{}, whose hash does not check, and nobody reported it",
+                        snapshot.through_sequence
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
         }
         Ok(())
     }
