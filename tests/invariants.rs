@@ -1458,6 +1458,44 @@ fn fires_lease_never_taken_live() {
 }
 
 #[test]
+fn fires_review_stops_automation() {
+    let mut world = stepped_until(&happy_path_with(""), task_running);
+    let lease = world.db.task(TASK).lease.expect("a running task's lease");
+    let claimed = |world: &mut World| {
+        world.db.set_lease(
+            TASK,
+            Some(Lease {
+                holder: ActorId::RECONCILER,
+                ..lease
+            }),
+        );
+        Touched {
+            leases: vec![(
+                TASK,
+                Some(Lease {
+                    until_ms: 0,
+                    ..lease
+                }),
+            )],
+            ..Touched::default()
+        }
+    };
+    // A fence claims an expired attempt: its job.
+    let touched = claimed(&mut world);
+    clean(&mut world.clone(), touched);
+    // The same claim on a task whose effect waits for a human.
+    let now = world.now;
+    world.db.review(
+        Some(TASK),
+        ReviewReason::StoreCannotConfirm,
+        "token".to_string(),
+        now,
+    );
+    let touched = claimed(&mut world);
+    fires(&mut world, touched, "review-stops-automation");
+}
+
+#[test]
 fn fires_lease_on_live_attempt() {
     let mut world = stepped_until(&happy_path_with(""), task_running);
     let lease = world.db.task(TASK).lease.expect("a running task's lease");

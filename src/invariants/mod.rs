@@ -185,6 +185,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task goes to manual review because the store cannot confirm an effect only when the store cannot be queried and, for a running task, its ledger cannot settle the effect: an effect whose ledger row says verified is used by the retry, never sent to review; and a dead letter goes to review only once its task spent the re-drive budget of the letter's topic (work or events)",
     },
     Invariant {
+        id: "review-stops-automation",
+        statement: "a task in manual review because its effect cannot be confirmed or its history conflicts is left to the human: no fence claims its attempt",
+    },
+    Invariant {
         id: "replay-follows-its-reference",
         statement: "an operator's dead-letter replay takes the letter its reference names (that id, the first letter of that message, the first work letter of that task), and answers DEAD_LETTER_NOT_FOUND only when no letter matches",
     },

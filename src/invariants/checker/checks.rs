@@ -668,6 +668,19 @@ impl World {
                 });
             }
         }
+        if let Some(new) = row.lease
+            && new.holder.kind == crate::world::engine::ids::ActorKind::Reconciler
+            && self.db.automation_blocked(task)
+        {
+            return Err(Fired {
+                invariant: "review-stops-automation",
+                message: format!(
+                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
+                    new.attempt, self.now
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
         let (Some(old), Some(new)) = (replaced, self.db.task(task).lease) else {
             return Ok(());
         };
