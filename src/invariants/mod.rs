@@ -182,7 +182,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "review-earned",
-        statement: "a task goes to manual review because the store cannot confirm an effect only when the store cannot be queried and, for a running task, its ledger cannot settle the effect: an effect whose ledger row says verified is used by the retry, never sent to review; and a dead letter goes to review only once its task spent the re-drive budget of the letter's topic (work or events)",
+        statement: "a task goes to manual review because the store cannot confirm an effect only when the store cannot be queried and, for a running task, its ledger cannot settle the effect: an effect whose ledger row says verified is used by the retry, never sent to review; and a dead letter goes to review only once its task spent the re-drive budget of the letter's topic (work or events), counted from the task's re-drive rows",
     },
     Invariant {
         id: "review-stops-automation",

@@ -443,11 +443,36 @@ impl World {
         let Some(row) = self.db.find_task(letter.task) else {
             return Ok(());
         };
+        // Counted from the task's outbox rows, as within-budgets counts
+        // them, not from the reconciler's own counters: a row per re-drive
+        // of work, and per event sent again (a compacted task's rows are
+        // gone: nothing to count).
+        if row.compacted {
+            return Ok(());
+        }
+        let mut work_redrives = 0u64;
+        let mut event_rows = 0u64;
+        for id in &row.outbox_rows {
+            let Some(outbox) = self.db.find_outbox(*id) else {
+                continue;
+            };
+            match outbox.topic {
+                crate::world::stores::db::Topic::TaskWork => {
+                    if outbox.event_type == crate::world::stores::db::WorkKind::TaskRedrive.as_str()
+                    {
+                        work_redrives += 1;
+                    }
+                }
+                crate::world::stores::db::Topic::TaskEvents => event_rows += 1,
+            }
+        }
         let spent = match letter.topic {
-            crate::world::stores::db::Topic::TaskWork => row.redrives,
-            crate::world::stores::db::Topic::TaskEvents => row.event_redrives,
+            crate::world::stores::db::Topic::TaskWork => work_redrives,
+            crate::world::stores::db::Topic::TaskEvents => {
+                event_rows.saturating_sub(row.events.len() as u64)
+            }
         };
-        if u64::from(spent) >= self.config.redrive_max {
+        if spent >= self.config.redrive_max {
             return Ok(());
         }
         Err(Fired {
