@@ -1526,6 +1526,22 @@ fn fires_lease_on_live_attempt() {
     fires(&mut ended, touched, "lease-on-live-attempt");
 }
 
+/// A step in which the append API refused an outside `event` with
+/// `answer`, the refusal recorded as the store records it.
+fn refused_append(world: &mut World, event: &TaskEvent, answer: &'static str) -> Touched {
+    let task = TaskId::parse(&event.task_id).expect("a task id");
+    world.db.reject(Rejection {
+        step: world.steps,
+        task,
+        event_id: event.event_id.clone(),
+        payload_sha256: event_payload_sha256(event),
+        event_type: event.event_type().as_str(),
+        reason: answer,
+        actor: ActorId::new(ActorKind::Operator, 0),
+    });
+    appended(event, answer)
+}
+
 /// A step in which the append API answered `answer` to an outside `event`.
 fn appended(event: &TaskEvent, answer: &'static str) -> Touched {
     Touched {
@@ -1551,7 +1567,8 @@ fn fires_append_answered_truly() {
     }
     // Another payload under its id: a conflict, never a duplicate.
     let altered = started.altered();
-    clean(&mut world, appended(&altered, "EVENT_ID_PAYLOAD_CONFLICT"));
+    let touched = refused_append(&mut world, &altered, "EVENT_ID_PAYLOAD_CONFLICT");
+    clean(&mut world, touched);
     lie(&mut world, &altered, "duplicate");
     lie(&mut world, &started, "EVENT_ID_PAYLOAD_CONFLICT");
     // A stored id is never refused as if it were new.
@@ -1562,8 +1579,16 @@ fn fires_append_answered_truly() {
         event_id: Text::from("outside-1"),
         ..started.clone()
     };
-    clean(&mut world, appended(&fresh, "ILLEGAL_TRANSITION"));
-    clean(&mut world, appended(&fresh, "SEMANTIC_KEY_CONFLICT"));
+    for answer in ["ILLEGAL_TRANSITION", "SEMANTIC_KEY_CONFLICT"] {
+        let touched = refused_append(&mut world, &fresh, answer);
+        clean(&mut world, touched);
+    }
+    // A refusal nobody recorded.
+    fires(
+        &mut happy(),
+        appended(&fresh, "ILLEGAL_TRANSITION"),
+        "rejection-names-its-reason",
+    );
     for answer in ["duplicate", "EVENT_ID_PAYLOAD_CONFLICT", "committed"] {
         lie(&mut world, &fresh, answer);
     }
@@ -1583,7 +1608,8 @@ fn fires_append_answered_truly() {
         },
         ..fresh.clone()
     };
-    clean(&mut world, appended(&seventh, "ILLEGAL_TRANSITION"));
+    let touched = refused_append(&mut world, &seventh, "ILLEGAL_TRANSITION");
+    clean(&mut world, touched);
     lie(&mut world, &seventh, "SEMANTIC_KEY_CONFLICT");
     // A task that does not exist, and one that does.
     let elsewhere = TaskEvent {
@@ -2257,7 +2283,8 @@ fn fires_rejection_names_its_reason() {
         event_id: Text::from("outside-1"),
         ..started
     };
-    clean(&mut world, appended(&fresh, "ILLEGAL_TRANSITION"));
+    let touched = refused_append(&mut world, &fresh, "ILLEGAL_TRANSITION");
+    clean(&mut world, touched);
     fires(
         &mut world,
         appended(&fresh, "xyzzy"),

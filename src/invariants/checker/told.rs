@@ -44,6 +44,29 @@ impl World {
     /// and a semantic-key conflict only with a stored fact of the same
     /// type, attempt and (for a cancellation) signal.
     pub(super) fn check_append(&self, event: &TaskEvent, answer: &str) -> Result<(), Fired> {
+        self.check_append_answer(event, answer)?;
+        // And every refusal is recorded (the database keeps the first
+        // REJECTIONS_KEPT; past them it only counts).
+        let refused = !matches!(answer, "committed" | "duplicate" | "TASK_NOT_FOUND");
+        let room = self.db.rejections.len() < crate::world::stores::db::REJECTIONS_KEPT;
+        let recorded =
+            self.db.rejections.iter().rev().any(|rejection| {
+                rejection.step == self.steps && rejection.event_id == event.event_id
+            });
+        if refused && room && !recorded {
+            return Err(Fired {
+                invariant: "rejection-names-its-reason",
+                message: format!(
+                    "append of {} was refused {answer} and no refusal was recorded",
+                    event.event_id
+                ),
+                entities: vec![event.task_id.to_string(), event.event_id.to_string()],
+            });
+        }
+        Ok(())
+    }
+
+    fn check_append_answer(&self, event: &TaskEvent, answer: &str) -> Result<(), Fired> {
         let fired = |why: String| Fired {
             invariant: "append-answered-truly",
             message: format!("append of {} answered {answer}, but {why}", event.event_id),
