@@ -37,9 +37,24 @@ impl World {
             )));
         }
         let redrive_max = self.config.redrive_max;
-        // Each committed event writes one row on task-events; a re-drive
-        // writes another for an event already sent. Rows pruned after
-        // publication are not counted, which can only undercount.
+        let (work_redrives, event_redrives) = self.redrives_from_rows(task);
+        for (what, count) in [("work", work_redrives), ("events", event_redrives)] {
+            if count > redrive_max {
+                return Err(fired(format!(
+                    "{task}'s {what} were re-driven {count} times (redrive_max = {redrive_max})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// How many times `task`'s work and its events were re-driven, counted
+    /// from its outbox rows: a re-drive of work writes a `TaskRedrive` row;
+    /// each committed event writes one row on task-events and a re-drive
+    /// another for an event already sent. Rows pruned after publication
+    /// are not counted, which can only undercount.
+    pub(super) fn redrives_from_rows(&self, task: TaskId) -> (u64, u64) {
+        let row = self.db.task(task);
         let mut work_redrives = 0u64;
         let mut event_rows = 0u64;
         for id in &row.outbox_rows {
@@ -54,14 +69,9 @@ impl World {
                 Topic::TaskEvents => event_rows += 1,
             }
         }
-        let event_redrives = event_rows.saturating_sub(row.events.len() as u64);
-        for (what, count) in [("work", work_redrives), ("events", event_redrives)] {
-            if count > redrive_max {
-                return Err(fired(format!(
-                    "{task}'s {what} were re-driven {count} times (redrive_max = {redrive_max})"
-                )));
-            }
-        }
-        Ok(())
+        (
+            work_redrives,
+            event_rows.saturating_sub(row.events.len() as u64),
+        )
     }
 }

@@ -450,27 +450,10 @@ impl World {
         if row.compacted {
             return Ok(());
         }
-        let mut work_redrives = 0u64;
-        let mut event_rows = 0u64;
-        for id in &row.outbox_rows {
-            let Some(outbox) = self.db.find_outbox(*id) else {
-                continue;
-            };
-            match outbox.topic {
-                crate::world::stores::db::Topic::TaskWork => {
-                    if outbox.event_type == crate::world::stores::db::WorkKind::TaskRedrive.as_str()
-                    {
-                        work_redrives += 1;
-                    }
-                }
-                crate::world::stores::db::Topic::TaskEvents => event_rows += 1,
-            }
-        }
+        let (work_redrives, event_redrives) = self.redrives_from_rows(letter.task);
         let spent = match letter.topic {
             crate::world::stores::db::Topic::TaskWork => work_redrives,
-            crate::world::stores::db::Topic::TaskEvents => {
-                event_rows.saturating_sub(row.events.len() as u64)
-            }
+            crate::world::stores::db::Topic::TaskEvents => event_redrives,
         };
         if spent >= self.config.redrive_max {
             return Ok(());
