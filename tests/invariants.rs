@@ -2131,11 +2131,11 @@ fn fires_snapshot_report_truthful_when_a_rebuild_passes_a_snapshot_unreported() 
         ..Touched::default()
     };
     clean(&mut world.clone(), touched());
-    // The same rebuild with the report gone.
-    world
-        .db
-        .snapshot_reports
-        .retain(|report| report.task != TASK);
+    // The same rebuild past one more damaged snapshot, newer, that nobody
+    // reported.
+    let mut unreported = world.db.task(TASK).snapshots[0].clone();
+    unreported.through_sequence += 10;
+    world.db.task_mut(TASK).snapshots.push(unreported);
     fires(&mut world, touched(), "snapshot-report-truthful");
 }
 

@@ -169,6 +169,9 @@ pub struct Checker {
     /// rest were written since the last step. Always the report count
     /// after a step's checks, so it is not part of the identity.
     snapshot_reports_seen: usize,
+    /// The (task, version) of every snapshot report judged so far, for the
+    /// rebuild check to look up without walking the list.
+    reported_snapshots: std::collections::BTreeSet<(TaskId, i64)>,
     /// How many of the database's kept rejections have been judged, in the
     /// same way.
     rejections_seen: usize,

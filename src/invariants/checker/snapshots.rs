@@ -19,6 +19,9 @@ impl World {
         while self.checker.snapshot_reports_seen < self.db.snapshot_reports.len() {
             let report = self.db.snapshot_reports[self.checker.snapshot_reports_seen].clone();
             self.checker.snapshot_reports_seen += 1;
+            self.checker
+                .reported_snapshots
+                .insert((report.task, report.through_sequence));
             self.check_snapshot_report(&report)?;
         }
         Ok(())
@@ -38,9 +41,10 @@ impl World {
             if sound {
                 break;
             }
-            let reported = self.db.snapshot_reports.iter().any(|report| {
-                report.task == task && report.through_sequence == snapshot.through_sequence
-            });
+            let reported = self
+                .checker
+                .reported_snapshots
+                .contains(&(task, snapshot.through_sequence));
             if !reported {
                 return Err(Fired {
                     invariant: "snapshot-report-truthful",
