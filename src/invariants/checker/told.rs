@@ -47,13 +47,18 @@ impl World {
         self.check_append_answer(event, answer)?;
         // And every refusal is recorded (the database keeps the first
         // REJECTIONS_KEPT; past them it only counts).
-        let refused = !matches!(answer, "committed" | "duplicate" | "TASK_NOT_FOUND");
         let room = self.db.rejections.len() < crate::world::stores::db::REJECTIONS_KEPT;
-        let recorded =
-            self.db.rejections.iter().rev().any(|rejection| {
-                rejection.step == self.steps && rejection.event_id == event.event_id
-            });
-        if refused && room && !recorded {
+        // Rejections are kept in step order: only this step's are looked
+        // at, and only for a refusal.
+        let recorded = || {
+            self.db
+                .rejections
+                .iter()
+                .rev()
+                .take_while(|rejection| rejection.step == self.steps)
+                .any(|rejection| rejection.event_id == event.event_id)
+        };
+        if refused(answer) && room && !recorded() {
             return Err(Fired {
                 invariant: "rejection-names-its-reason",
                 message: format!(
@@ -72,9 +77,7 @@ impl World {
             message: format!("append of {} answered {answer}, but {why}", event.event_id),
             entities: vec![event.task_id.to_string(), event.event_id.to_string()],
         };
-        if !matches!(answer, "committed" | "duplicate" | "TASK_NOT_FOUND")
-            && !super::vocabulary::is_lesson_refusal(answer)
-        {
+        if refused(answer) && !super::vocabulary::is_lesson_refusal(answer) {
             return Err(Fired {
                 invariant: "rejection-names-its-reason",
                 message: format!(
@@ -472,4 +475,10 @@ fn transform_sha256(
         task.0
     );
     crate::hash::sha256(text.as_bytes())
+}
+
+/// Whether the append API's answer refuses the event (anything but taking
+/// it, a copy of one stored, or no such task).
+fn refused(answer: &str) -> bool {
+    !matches!(answer, "committed" | "duplicate" | "TASK_NOT_FOUND")
 }
