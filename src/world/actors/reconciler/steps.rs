@@ -400,6 +400,22 @@ impl World {
 }
 
 impl World {
+    /// Whether a publisher in the middle of a batch holds one of the
+    /// task's outbox rows. Every live row of a task is in its
+    /// `outbox_rows` (rows are made by `insert_outbox`, which lists them,
+    /// and dropped only by compaction, which empties the list), so the
+    /// claimed ids are compared with that short list: looking each claimed
+    /// row up to read its task touched a cold row per id at every
+    /// compaction attempt.
+    fn claimed_by_a_publisher(&self, task: TaskId) -> bool {
+        let rows = &self.db.task(task).outbox_rows;
+        !rows.is_empty()
+            && self.publishers.iter().any(|publisher| {
+                !matches!(publisher.phase, PublisherPhase::Idle)
+                    && publisher.claimed.iter().any(|id| rows.contains(id))
+            })
+    }
+
     /// Compacts a task whose retention ended, so memory follows the work in
     /// flight, not the work done: its state row, key and fingerprint stay
     /// (a key still maps to its one task, a terminal task still cannot
@@ -435,13 +451,7 @@ impl World {
                 .calls
                 .values()
                 .any(|call| call.task_held() == Some(task))
-            || self.publishers.iter().any(|publisher| {
-                !matches!(publisher.phase, PublisherPhase::Idle)
-                    && publisher
-                        .claimed
-                        .iter()
-                        .any(|id| self.db.find_outbox(*id).is_some_and(|row| row.task == task))
-            });
+            || self.claimed_by_a_publisher(task);
         if in_flight {
             return false;
         }
