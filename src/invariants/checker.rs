@@ -175,6 +175,14 @@ pub struct Checker {
     /// How many of the database's kept rejections have been judged, in the
     /// same way.
     rejections_seen: usize,
+    /// How many items of the manual-review list have been read, and the
+    /// tasks among them that wait for a human in a way that stops every
+    /// automatic path (`review-stops-automation`). The checker reads the
+    /// list itself (it only grows) instead of asking the database's index,
+    /// so a wrong lookup in the protocol cannot hide its own effect. Derived
+    /// from the list, which is part of the world's identity.
+    reviews_seen: usize,
+    automation_stopped: std::collections::BTreeSet<TaskId>,
     /// How many committed events the second encoder has rehashed
     /// (`PAYLOADS_REHASHED` a run: the emitter is one function, so its
     /// first events show a fault as well as all of them would).

@@ -5,8 +5,8 @@ use crate::hash::hex;
 use crate::task::{Status, Text};
 use crate::world::World;
 use crate::world::actors::worker::DeliveryAct;
-use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
-use crate::world::stores::db::{Answer, EffectKind, Lease, Token};
+use crate::world::engine::ids::{ActorKind, KeyOf, OutboxId, TaskId};
+use crate::world::stores::db::{Answer, EffectKind, Lease, ReviewReason, Token};
 
 use super::*;
 use crate::invariants::Violation;
@@ -654,10 +654,13 @@ impl World {
         Ok(())
     }
 
-    /// lease-never-taken-live: a task's lease goes to another holder (or
-    /// another incarnation of the same one) only once it ran out. Renewing
-    /// one's own lease is fine; taking a live one lets two attempts run.
-    fn check_lease(&self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
+    /// The lease checks. lease-on-live-attempt: a lease is only for the
+    /// current attempt of a live task. review-stops-automation: a fence
+    /// never claims a task that waits for a human. lease-never-taken-live:
+    /// a task's lease goes to another holder (or another incarnation of the
+    /// same one) only once it ran out. Renewing one's own lease is fine;
+    /// taking a live one lets two attempts run.
+    fn check_lease(&mut self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
         let row = self.db.task(task);
         if let Some(new) = row.lease {
             let state = &row.state;
@@ -676,15 +679,18 @@ impl World {
                 });
             }
         }
-        if let Some(new) = row.lease
-            && new.holder.kind == crate::world::engine::ids::ActorKind::Reconciler
-            && self.db.automation_blocked(task)
-        {
+        let fenced = self
+            .db
+            .task(task)
+            .lease
+            .is_some_and(|lease| lease.holder.kind == ActorKind::Reconciler);
+        if fenced && self.waits_for_a_human(task) {
+            let attempt = self.db.task(task).lease.map_or(0, |lease| lease.attempt);
             return Err(Fired {
                 invariant: "review-stops-automation",
                 message: format!(
-                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
-                    new.attempt, self.now
+                    "a fence claimed {task}'s attempt {attempt} at {} ms while the task waits in manual review for a human",
+                    self.now
                 ),
                 entities: vec![task.to_string()],
             });
@@ -704,6 +710,26 @@ impl World {
             ),
             entities: vec![task.to_string()],
         })
+    }
+
+    /// Whether `task` is in manual review for STORE_CANNOT_CONFIRM or
+    /// EVENT_ID_PAYLOAD_CONFLICT: a human must decide, and no automatic
+    /// path may act on it. Read from the review list (see
+    /// `Checker::automation_stopped`), the items added since the last
+    /// call first.
+    fn waits_for_a_human(&mut self, task: TaskId) -> bool {
+        let items = self.db.review_items();
+        for item in &items[self.checker.reviews_seen..] {
+            let stops = matches!(
+                item.reason,
+                ReviewReason::StoreCannotConfirm | ReviewReason::EventIdPayloadConflict
+            );
+            if stops && let Some(reviewed) = item.task {
+                self.checker.automation_stopped.insert(reviewed);
+            }
+        }
+        self.checker.reviews_seen = items.len();
+        self.checker.automation_stopped.contains(&task)
     }
 
     fn check_cache(&mut self, task: TaskId) -> Result<(), Fired> {
