@@ -195,7 +195,8 @@ impl Record {
 /// encoding does no allocation.
 #[derive(Clone)]
 struct Encoded {
-    bytes: Box<[u8; Encoded::CAPACITY]>,
+    /// `CAPACITY` bytes, or none in a silent trace, which encodes nothing.
+    bytes: Box<[u8]>,
     len: usize,
 }
 
@@ -210,7 +211,17 @@ impl Encoded {
 
     fn new() -> Encoded {
         Encoded {
-            bytes: Box::new([0; Encoded::CAPACITY]),
+            bytes: vec![0; Encoded::CAPACITY].into_boxed_slice(),
+            len: 0,
+        }
+    }
+
+    /// The buffer of a silent trace: nothing is ever gathered in it, and a
+    /// copy of a world (the model checker's, at every branch) then copies
+    /// no 4 KB of it.
+    fn unused() -> Encoded {
+        Encoded {
+            bytes: Box::default(),
             len: 0,
         }
     }
@@ -335,6 +346,7 @@ impl Trace {
     /// copies then carry one record, not a ring of them.
     pub fn silent() -> Trace {
         Trace {
+            buffer: Encoded::unused(),
             silent: true,
             ..Trace::new()
         }

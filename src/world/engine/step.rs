@@ -202,17 +202,36 @@ pub struct StepCounts {
     counts: Box<[u64]>,
 }
 
+/// Each (kind, verb)'s place in `STEP_NAMES`, or `UNNAMED` for a pair no
+/// step has: the counts hold one slot per step name (and one for any
+/// other pair), not one per pair. A world is copied at every branch the
+/// model checker takes, and a table of every pair was 4 KB of each copy.
+const PLACES: [u8; ActorKind::ALL.len() * Verb::ALL.len()] = {
+    let mut places = [UNNAMED; ActorKind::ALL.len() * Verb::ALL.len()];
+    let mut index = 0;
+    while index < STEP_NAMES.len() {
+        let action = STEP_NAMES[index];
+        places[action.kind as usize * Verb::ALL.len() + action.verb as usize] = index as u8;
+        index += 1;
+    }
+    places
+};
+
+/// The slot of the pairs no step name has.
+const UNNAMED: u8 = STEP_NAMES.len() as u8;
+const _: () = assert!(STEP_NAMES.len() < u8::MAX as usize);
+
 impl Default for StepCounts {
     fn default() -> StepCounts {
         StepCounts {
-            counts: vec![0; ActorKind::ALL.len() * Verb::ALL.len()].into_boxed_slice(),
+            counts: vec![0; STEP_NAMES.len() + 1].into_boxed_slice(),
         }
     }
 }
 
 impl StepCounts {
     fn slot(action: Action) -> usize {
-        action.kind as usize * Verb::ALL.len() + action.verb as usize
+        PLACES[action.kind as usize * Verb::ALL.len() + action.verb as usize] as usize
     }
 
     pub fn add(&mut self, action: Action) {
