@@ -679,18 +679,15 @@ impl World {
                 });
             }
         }
-        let fenced = self
-            .db
-            .task(task)
-            .lease
-            .is_some_and(|lease| lease.holder.kind == ActorKind::Reconciler);
-        if fenced && self.waits_for_a_human(task) {
-            let attempt = self.db.task(task).lease.map_or(0, |lease| lease.attempt);
+        if let Some(fenced) = self.db.task(task).lease
+            && fenced.holder.kind == ActorKind::Reconciler
+            && self.waits_for_a_human(task)
+        {
             return Err(Fired {
                 invariant: "review-stops-automation",
                 message: format!(
-                    "a fence claimed {task}'s attempt {attempt} at {} ms while the task waits in manual review for a human",
-                    self.now
+                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
+                    fenced.attempt, self.now
                 ),
                 entities: vec![task.to_string()],
             });
