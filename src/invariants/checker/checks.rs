@@ -662,7 +662,8 @@ impl World {
     /// taking a live one lets two attempts run.
     fn check_lease(&mut self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
         let row = self.db.task(task);
-        if let Some(new) = row.lease {
+        let lease = row.lease;
+        if let Some(new) = lease {
             let state = &row.state;
             if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {
                 return Err(Fired {
@@ -679,7 +680,7 @@ impl World {
                 });
             }
         }
-        if let Some(fenced) = self.db.task(task).lease
+        if let Some(fenced) = lease
             && fenced.holder.kind == ActorKind::Reconciler
             && self.waits_for_a_human(task)
         {
@@ -692,7 +693,7 @@ impl World {
                 entities: vec![task.to_string()],
             });
         }
-        let (Some(old), Some(new)) = (replaced, self.db.task(task).lease) else {
+        let (Some(old), Some(new)) = (replaced, lease) else {
             return Ok(());
         };
         let same_holder = (old.holder, old.incarnation) == (new.holder, new.incarnation);

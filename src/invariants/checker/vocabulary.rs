@@ -4,12 +4,15 @@
 //! terminal. Clients, producers and operators match on these words, so a
 //! misspelt or blank code is a broken contract. A conflict (a history or
 //! a payload) is never claimed for a copy of an event the store holds as
-//! it is. The codes are the checker's
-//! own list, spelt as the lessons spell them, not read from the enum whose
-//! text it checks.
+//! it is, and `CANCELLATION_PENDING` only under cancel-wins for a task
+//! someone asked to cancel. The codes are the checker's own list, spelt
+//! as the lessons spell them, not read from the enum whose text it checks.
+//! Here too `own-commands-legal`: a worker's or a fence's own event is
+//! refused only with `CANCELLATION_PENDING`.
 
+use crate::task::Policy;
 use crate::world::World;
-use crate::world::engine::ids::TaskId;
+use crate::world::engine::ids::{ActorKind, TaskId};
 
 use super::Fired;
 
@@ -67,8 +70,7 @@ impl World {
             }
             let holder = matches!(
                 rejection.actor.kind,
-                crate::world::engine::ids::ActorKind::Worker
-                    | crate::world::engine::ids::ActorKind::Reconciler
+                ActorKind::Worker | ActorKind::Reconciler
             );
             if holder && reason != "CANCELLATION_PENDING" {
                 return Err(Fired {
@@ -81,7 +83,7 @@ impl World {
                 });
             }
             if reason == "CANCELLATION_PENDING" {
-                if self.config.cancel_policy != crate::task::Policy::CancelWins {
+                if self.config.cancel_policy != Policy::CancelWins {
                     return Err(fired(
                         "but only cancel-wins lets a pending cancellation refuse an event".into(),
                     ));
