@@ -28,8 +28,9 @@ pub struct Slots<V> {
     /// Where slot 0 is in `chunks[0]`.
     head: usize,
     len: usize,
-    /// The last chunk freed, every slot `None`: a window that moves back
-    /// and forth across a chunk's edge takes it back without allocating.
+    /// The longest chunk freed lately, every slot `None`: a window that
+    /// moves back and forth across a chunk's edge, or empties and fills
+    /// again, takes it back without allocating.
     spare: Option<Box<[Option<V>]>>,
 }
 
@@ -112,26 +113,37 @@ impl<V> Slots<V> {
         self.get(0)
     }
 
-    /// A fresh whole chunk of empty slots: the spare one if there is one.
+    /// A fresh whole chunk of empty slots: the spare one if it is whole.
     fn new_chunk(&mut self) -> Box<[Option<V>]> {
-        self.new_chunk_of(CHUNK)
+        match self.spare.take() {
+            Some(spare) if spare.len() == CHUNK => spare,
+            short => {
+                self.spare = short;
+                empty_chunk(CHUNK)
+            }
+        }
     }
 
-    /// A fresh chunk of at least `wanted` empty slots (at most a whole
-    /// one): the spare, whole, if there is one.
+    /// A fresh last chunk for `wanted` more slots: the spare, whatever its
+    /// length (a short one doubles as the window reaches its end), or else
+    /// `wanted` rounded up to a power of two, at most a whole chunk.
     fn new_chunk_of(&mut self, wanted: usize) -> Box<[Option<V>]> {
-        self.spare.take().unwrap_or_else(|| {
-            std::iter::repeat_with(|| None)
-                .take(wanted.min(CHUNK))
-                .collect()
-        })
+        self.spare
+            .take()
+            .unwrap_or_else(|| empty_chunk(wanted.next_power_of_two().min(CHUNK)))
     }
 
-    /// Keeps `chunk` (every slot already `None`) as the spare, if it is a
-    /// whole one.
+    /// Keeps `chunk` (every slot already `None`) as the spare, if it is at
+    /// least as long as the spare it replaces. A window that empties and
+    /// fills again (the API's calls, a client's requests) so takes back the
+    /// chunk it grew last time instead of growing a new one from one slot.
     fn free_chunk(&mut self, chunk: Box<[Option<V>]>) {
         debug_assert!(chunk.iter().all(Option::is_none));
-        if chunk.len() == CHUNK {
+        if self
+            .spare
+            .as_ref()
+            .is_none_or(|spare| spare.len() <= chunk.len())
+        {
             self.spare = Some(chunk);
         }
     }
@@ -194,11 +206,10 @@ impl<V> Slots<V> {
                     longer.resize_with(size, || None);
                     *last = longer.into_boxed_slice();
                 }
-                // A new last chunk holds what is needed in it, rounded up
-                // to a power of two (whole if a spare is at hand).
+                // A new last chunk: the spare, or what is needed in it
+                // rounded up to a power of two.
                 _ => {
-                    let wanted = (end - self.capacity()).next_power_of_two();
-                    let chunk = self.new_chunk_of(wanted);
+                    let chunk = self.new_chunk_of(end - self.capacity());
                     self.chunks.push_back(chunk);
                 }
             }
@@ -230,6 +241,11 @@ impl<V> Slots<V> {
             .skip(self.head)
             .take(self.len)
     }
+}
+
+/// `len` empty slots.
+fn empty_chunk<V>(len: usize) -> Box<[Option<V>]> {
+    std::iter::repeat_with(|| None).take(len).collect()
 }
 
 #[cfg(test)]
