@@ -110,3 +110,28 @@ fn bad_flags_are_usage_errors_with_exit_2() {
     let output = sim(&["fuzz", "--shard", "3/2"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// A fuzz run bumps the handler version one at a time for as long as it
+/// lasts (seed 1 passed 1,000 at 213 s of virtual time), and its reproducer
+/// writes each bump out: a version past the `handler_version` knob's range
+/// is a request sim must read back, and only a version below 1 is refused.
+#[test]
+fn a_long_run_s_handler_bumps_read_back() {
+    let dir = scratch("bump-versions");
+    let bump = |version: u64| {
+        format!(
+            "{GOOD_HEAD}[[requests]]\nat = 0\nkind = \"bump-handler-version\"\nversion = {version}\n"
+        )
+    };
+    let far = dir.join("far.toml");
+    std::fs::write(&far, bump(1001)).expect("write scenario");
+    let output = sim(&["run", far.to_str().unwrap(), "--quiet"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let zero = dir.join("zero.toml");
+    std::fs::write(&zero, bump(0)).expect("write scenario");
+    let output = sim(&["run", zero.to_str().unwrap(), "--quiet"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("`requests[0].version`"), "{stderr}");
+    assert!(stderr.contains("expected an integer from 1"), "{stderr}");
+}
