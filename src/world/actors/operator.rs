@@ -133,8 +133,15 @@ impl World {
                     .is_some_and(|d| self.broker.dead_letters[d.slot()].task == letter.task)
             })
             .count();
+        // The key keeps the key format (at most 80 characters) by keeping
+        // the first 60 of the task's, so two long keys alike in those name
+        // the same replay key: as the database's unique key would, a key a
+        // live record holds is passed over for the next n.
         let base: String = original.key.chars().take(60).collect();
-        let key: Text = format!("{base}-replay-{}", replays + 1).into();
+        let key: Text = (replays + 1..)
+            .map(|n| Text::from(format!("{base}-replay-{n}")))
+            .find(|key| self.db.record(key).is_none())
+            .expect("a live record holds one of finitely many keys");
         let task = self.insert_task(&key, &input, fingerprint, Some(id), true);
         self.insert_record(
             &key,
