@@ -41,7 +41,7 @@ pub struct Slots<V> {
 impl<V: Clone> Clone for Slots<V> {
     fn clone(&self) -> Slots<V> {
         let mut copy = Slots::default();
-        copy.grow_to(self.len);
+        copy.grow(self.len, true);
         for (index, slot) in self.iter().enumerate() {
             if slot.is_some() {
                 *copy.get_mut(index).expect("grown to it") = slot.clone();
@@ -115,22 +115,20 @@ impl<V> Slots<V> {
 
     /// A fresh whole chunk of empty slots: the spare one if it is whole.
     fn new_chunk(&mut self) -> Box<[Option<V>]> {
-        match self.spare.take() {
-            Some(spare) if spare.len() == CHUNK => spare,
-            short => {
-                self.spare = short;
-                empty_chunk(CHUNK)
-            }
-        }
+        self.new_chunk_of(CHUNK)
     }
 
-    /// A fresh last chunk for `wanted` more slots: the spare, whatever its
-    /// length (a short one doubles as the window reaches its end), or else
-    /// `wanted` rounded up to a power of two, at most a whole chunk.
+    /// A fresh chunk for `wanted` more slots: `wanted` rounded up to a
+    /// power of two, at most a whole chunk; the spare if it is that long.
     fn new_chunk_of(&mut self, wanted: usize) -> Box<[Option<V>]> {
-        self.spare
-            .take()
-            .unwrap_or_else(|| empty_chunk(wanted.next_power_of_two().min(CHUNK)))
+        let size = wanted.next_power_of_two().min(CHUNK);
+        match self.spare.take() {
+            Some(spare) if spare.len() >= size => spare,
+            short => {
+                self.spare = short;
+                empty_chunk(size)
+            }
+        }
     }
 
     /// Keeps `chunk` (every slot already `None`) as the spare, if it is at
@@ -192,6 +190,18 @@ impl<V> Slots<V> {
 
     /// Grows to `len` slots, the new ones empty.
     pub fn grow_to(&mut self, len: usize) {
+        self.grow(len, false);
+    }
+
+    /// Grows to `len` slots. A window's first chunk starts as short as
+    /// its rows need and doubles as they grow (the model checker's worlds
+    /// hold a few rows per table); a chunk after a whole one is whole
+    /// (`exact`: as short as the rows need, for a copy, which is laid out
+    /// once). A window past 64 rows is a long run's, and a new last chunk
+    /// grown from one slot copied its rows at each of six doublings: in a
+    /// 10^6-step fuzz run that was 4% of the time (the outbox, the inbox,
+    /// the broker's entries).
+    fn grow(&mut self, len: usize, exact: bool) {
         debug_assert!(len >= self.len);
         let end = self.head + len;
         while self.capacity() < end {
@@ -206,10 +216,13 @@ impl<V> Slots<V> {
                     longer.resize_with(size, || None);
                     *last = longer.into_boxed_slice();
                 }
-                // A new last chunk: the spare, or what is needed in it
-                // rounded up to a power of two.
                 _ => {
-                    let chunk = self.new_chunk_of(end - self.capacity());
+                    let wanted = if exact || self.chunks.is_empty() {
+                        end - self.capacity()
+                    } else {
+                        CHUNK
+                    };
+                    let chunk = self.new_chunk_of(wanted);
                     self.chunks.push_back(chunk);
                 }
             }
@@ -251,6 +264,27 @@ fn empty_chunk<V>(len: usize) -> Box<[Option<V>]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window grown a slot at a time starts small, and each chunk after
+    /// its first whole one is whole from the start: no row is copied to
+    /// grow it. A copy ends where its rows do.
+    #[test]
+    fn a_long_window_grows_by_whole_chunks() {
+        let mut slots: Slots<u32> = Slots::default();
+        slots.grow_to(3);
+        assert_eq!(slots.capacity(), 4);
+        for len in 4..=200 {
+            slots.grow_to(len);
+            *slots.get_mut(len - 1).expect("grown to it") = Some(len as u32);
+            if len > CHUNK {
+                assert!(slots.chunks.iter().all(|chunk| chunk.len() == CHUNK));
+            }
+        }
+        assert_eq!(slots.capacity(), 4 * CHUNK);
+        let copy = slots.clone();
+        assert_eq!(copy.capacity(), 3 * CHUNK + 8);
+        assert!(copy.iter().eq(slots.iter()));
+    }
 
     /// `Slots` answers as a `VecDeque<Option<u32>>` does, through pops,
     /// pushes at the front, growth, clears and copies across chunk edges.
