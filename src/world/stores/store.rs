@@ -76,6 +76,19 @@ pub enum Observed {
     Present { version: Version, hidden: bool },
 }
 
+impl Observed {
+    /// What a read of `object` observes.
+    fn of(object: &Object) -> Observed {
+        match object.current() {
+            None => Observed::Tombstone,
+            Some(version) => Observed::Present {
+                version: *version,
+                hidden: object.hidden,
+            },
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, Hash)]
 pub struct Store {
     /// Objects of tasks not compacted (and of compacted ones written
@@ -147,6 +160,23 @@ impl Archived {
         })
     }
 
+    /// What a read observes: `Observed::of(&self.object())`, without
+    /// building the object.
+    fn observed(&self) -> Observed {
+        if !self.written {
+            return Observed::Tombstone;
+        }
+        Observed::Present {
+            version: Version::plain(
+                self.token.task,
+                self.token.attempt,
+                self.sha256,
+                u64::from(self.size),
+            ),
+            hidden: self.hidden,
+        }
+    }
+
     fn object(&self) -> Object {
         let versions = if self.written {
             vec![Version::plain(
@@ -215,24 +245,21 @@ impl Store {
     }
 
     pub fn observe(&self, token: Token) -> Observed {
-        let archived;
-        let object = match self.get(token) {
-            Some(object) => Some(object),
-            None if !self.was_archived(token.task) => None,
-            None => {
-                archived = self.archived(token);
-                archived.as_ref()
-            }
-        };
-        match object {
-            None => Observed::Absent,
-            Some(object) => match object.current() {
-                None => Observed::Tombstone,
-                Some(version) => Observed::Present {
-                    version: *version,
-                    hidden: object.hidden,
-                },
-            },
+        if let Some(object) = self.get(token) {
+            return Observed::of(object);
+        }
+        if !self.was_archived(token.task) {
+            return Observed::Absent;
+        }
+        // Read from the compact form as it is, not rebuilt into an object
+        // (a version list to allocate): the checker observes every token of
+        // a task before and after compacting it.
+        match self.archive_slot(token) {
+            Some(at) => self.archive[at].observed(),
+            None => self
+                .archive_odd
+                .get(&token)
+                .map_or(Observed::Absent, Observed::of),
         }
     }
 
@@ -341,14 +368,6 @@ impl Store {
             .map(|offset| start + offset)
     }
 
-    /// An archived object, rebuilt.
-    fn archived(&self, token: Token) -> Option<Object> {
-        match self.archive_slot(token) {
-            Some(at) => Some(self.archive[at].object()),
-            None => self.archive_odd.get(&token).cloned(),
-        }
-    }
-
     /// Brings an archived object back among the live ones before a write.
     fn unarchive(&mut self, token: Token) {
         if !self.was_archived(token.task) || self.get(token).is_some() {
@@ -427,6 +446,8 @@ mod tests {
         // An odd object: two versions (the unconditional-put mutant).
         store.put(token(2, 1), version(9, 9), true);
         store.hide(token(3, 2));
+        // A tombstone: hidden before anything was written.
+        store.hide(token(4, 3));
         let before = sorted_objects(&store);
         let observed: Vec<Observed> = before.iter().map(|(t, _)| store.observe(*t)).collect();
 
@@ -438,6 +459,7 @@ mod tests {
         assert_eq!(sorted_objects(&store), before);
         let after: Vec<Observed> = before.iter().map(|(t, _)| store.observe(*t)).collect();
         assert_eq!(after, observed);
+        assert!(observed.contains(&Observed::Tombstone));
         assert_eq!(store.observe(token(5, 1)), Observed::Absent);
         assert_eq!(store.observe(token(1, 3)), Observed::Absent);
 
