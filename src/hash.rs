@@ -13,6 +13,15 @@ pub fn sha256(bytes: &[u8]) -> Sha {
     hasher.finalize().into()
 }
 
+/// The SHA-256 of `parts` one after another, without joining them first.
+pub fn sha256_of_parts(parts: &[&[u8]]) -> Sha {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    hasher.finalize().into()
+}
+
 /// Lowercase hex digits by value.
 const HEX: &[u8; 16] = b"0123456789abcdef";
 

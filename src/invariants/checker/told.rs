@@ -200,9 +200,15 @@ impl World {
     /// its id, as `worker-N`.
     fn check_started(&self, commit: Commit) -> Result<(), Fired> {
         let row = self.db.task(commit.task);
-        let named = format!("worker-{}", commit.actor.index + 1);
+        let mut digits = [0u8; 20];
+        let number = crate::task::json::decimal(&mut digits, u64::from(commit.actor.index) + 1);
         let lease = row.lease.filter(|lease| lease.holder == commit.actor);
-        let worker_ok = row.state.worker_id.as_deref() == Some(named.as_str());
+        let worker_ok = row
+            .state
+            .worker_id
+            .as_deref()
+            .and_then(|id| id.strip_prefix("worker-"))
+            == Some(number);
         let lease_ok = lease.is_some_and(|lease| {
             row.state.lease_until_epoch_ms == Some(lease.until_ms as i64)
                 && i64::from(lease.attempt) == row.state.attempt
@@ -470,11 +476,15 @@ fn transform_sha256(
     task: crate::world::engine::ids::TaskId,
     canonical_input: &str,
 ) -> crate::hash::Sha {
-    let text = format!(
-        "{{\"normalized\":{canonical_input},\"schemaVersion\":1,\"taskId\":\"task-{}\"}}\n",
-        task.0
-    );
-    crate::hash::sha256(text.as_bytes())
+    let mut digits = [0u8; 20];
+    let id = crate::task::json::decimal(&mut digits, u64::from(task.0));
+    crate::hash::sha256_of_parts(&[
+        b"{\"normalized\":",
+        canonical_input.as_bytes(),
+        b",\"schemaVersion\":1,\"taskId\":\"task-",
+        id.as_bytes(),
+        b"\"}\n",
+    ])
 }
 
 /// Whether the append API's answer refuses the event (anything but taking
