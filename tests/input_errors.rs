@@ -114,7 +114,7 @@ fn bad_flags_are_usage_errors_with_exit_2() {
 /// A fuzz run bumps the handler version one at a time for as long as it
 /// lasts (seed 1 passed 1,000 at 213 s of virtual time), and its reproducer
 /// writes each bump out: a version past the `handler_version` knob's range
-/// is a request sim must read back, and only a version below 1 is refused.
+/// is a request sim must read back; below 1 or past 10^12 is refused.
 #[test]
 fn a_long_run_s_handler_bumps_read_back() {
     let dir = scratch("bump-versions");
@@ -127,11 +127,16 @@ fn a_long_run_s_handler_bumps_read_back() {
     std::fs::write(&far, bump(1001)).expect("write scenario");
     let output = sim(&["run", far.to_str().unwrap(), "--quiet"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let zero = dir.join("zero.toml");
-    std::fs::write(&zero, bump(0)).expect("write scenario");
-    let output = sim(&["run", zero.to_str().unwrap(), "--quiet"]);
-    let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("`requests[0].version`"), "{stderr}");
-    assert!(stderr.contains("expected an integer from 1"), "{stderr}");
+    for (name, version) in [("zero", 0), ("past-the-top", 1_000_000_000_001)] {
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, bump(version)).expect("write scenario");
+        let output = sim(&["run", file.to_str().unwrap(), "--quiet"]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains("`requests[0].version`"), "{stderr}");
+        assert!(
+            stderr.contains("expected an integer from 1 to 1000000000000"),
+            "{stderr}"
+        );
+    }
 }

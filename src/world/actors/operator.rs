@@ -134,9 +134,11 @@ impl World {
             })
             .count();
         // The key keeps the key format (at most 80 characters) by keeping
-        // the first 60 of the task's, so two long keys alike in those name
-        // the same replay key: as the database's unique key would, a key a
-        // live record holds is passed over for the next n.
+        // the first 60 of the task's, and n counts this task's replays
+        // only: two long keys alike in those 60, or two tasks made in turn
+        // under one key (its record expired between them), name the same
+        // replay key. As the database's unique key would, a key a live
+        // record holds is passed over for the next n.
         let base: String = original.key.chars().take(60).collect();
         let key: Text = (replays + 1..)
             .map(|n| Text::from(format!("{base}-replay-{n}")))

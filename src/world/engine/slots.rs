@@ -17,9 +17,9 @@ const CHUNK: usize = 64;
 /// leaves it, and the back grows one chunk at a time. Slots past `len`
 /// are always `None`.
 ///
-/// Every chunk holds `CHUNK` slots but the last, which may hold fewer
-/// (doubling as the window reaches its end): a table of three rows is a
-/// chunk of four, not of 64. The model checker's worlds hold a few rows
+/// Every chunk holds `CHUNK` slots but the last, which may hold fewer: a
+/// window's only chunk, doubling as the window grows (a table of three
+/// rows is a chunk of four, not of 64), or a copy's last. The model checker's worlds hold a few rows
 /// per table and are copied at every branch; full chunks made each copy
 /// of the happy path's world allocate and copy about 100 KB.
 #[derive(Debug)]
@@ -28,9 +28,8 @@ pub struct Slots<V> {
     /// Where slot 0 is in `chunks[0]`.
     head: usize,
     len: usize,
-    /// The longest chunk freed lately, every slot `None`: a window that
-    /// moves back and forth across a chunk's edge, or empties and fills
-    /// again, takes it back without allocating.
+    /// The longest chunk freed lately, every slot `None` (see
+    /// `free_chunk`).
     spare: Option<Box<[Option<V>]>>,
 }
 
@@ -119,7 +118,8 @@ impl<V> Slots<V> {
     }
 
     /// A fresh chunk for `wanted` more slots: `wanted` rounded up to a
-    /// power of two, at most a whole chunk; the spare if it is that long.
+    /// power of two, at most a whole chunk; the spare if it is at least
+    /// that long.
     fn new_chunk_of(&mut self, wanted: usize) -> Box<[Option<V>]> {
         let size = wanted.next_power_of_two().min(CHUNK);
         match self.spare.take() {
@@ -132,9 +132,10 @@ impl<V> Slots<V> {
     }
 
     /// Keeps `chunk` (every slot already `None`) as the spare, if it is at
-    /// least as long as the spare it replaces. A window that empties and
-    /// fills again (the API's calls, a client's requests) so takes back the
-    /// chunk it grew last time instead of growing a new one from one slot.
+    /// least as long as the spare it replaces. A window that moves back and
+    /// forth across a chunk's edge, or empties and fills again (the API's
+    /// calls, a client's requests), so takes back the chunk it grew last
+    /// time instead of growing a new one from one slot.
     fn free_chunk(&mut self, chunk: Box<[Option<V>]>) {
         debug_assert!(chunk.iter().all(Option::is_none));
         if self
@@ -284,6 +285,26 @@ mod tests {
         let copy = slots.clone();
         assert_eq!(copy.capacity(), 3 * CHUNK + 8);
         assert!(copy.iter().eq(slots.iter()));
+    }
+
+    /// A window that empties and fills again takes back the chunk it grew
+    /// (the longest freed), short or whole, instead of growing a new one.
+    #[test]
+    fn an_emptied_window_takes_back_its_chunk() {
+        let mut slots: Slots<u32> = Slots::default();
+        slots.grow_to(5);
+        assert_eq!(slots.capacity(), 8);
+        while slots.pop_front().is_some() {}
+        assert_eq!(slots.capacity(), 0);
+        slots.grow_to(1);
+        assert_eq!(slots.capacity(), 8, "the freed chunk of eight, again");
+        slots.clear();
+        slots.grow_to(70);
+        assert_eq!(slots.capacity(), 2 * CHUNK);
+        slots.clear();
+        // Both whole chunks were freed; the spare is one of them.
+        slots.grow_to(2);
+        assert_eq!(slots.capacity(), CHUNK);
     }
 
     /// `Slots` answers as a `VecDeque<Option<u32>>` does, through pops,
