@@ -29,6 +29,10 @@ pub struct Shrunk {
     pub invariant: &'static str,
     /// Candidate runs tried.
     pub runs: u64,
+    /// Candidate scenarios built and offered, run or not: once the budget
+    /// is spent the passes stop building them (each is a copy of the
+    /// scenario, and a long run's reproducer is tens of megabytes).
+    pub candidates: u64,
     /// The time budget ran out before every pass was done: the scenario is
     /// the best found so far.
     pub stopped_early: bool,
@@ -59,6 +63,7 @@ struct Search<'a> {
     story: Option<(Scenario, std::rc::Rc<Story>)>,
     best: Scenario,
     runs: u64,
+    candidates: u64,
     clock: Stopwatch,
     seconds: f64,
     out_of_time: bool,
@@ -70,8 +75,7 @@ impl Search<'_> {
     /// budget is spent every candidate is refused, so the search ends with
     /// the best so far.
     fn fails(&mut self, candidate: &Scenario) -> bool {
-        if self.out_of_time || self.clock.seconds() > self.seconds {
-            self.out_of_time = true;
+        if self.spent() {
             return false;
         }
         self.runs += 1;
@@ -79,9 +83,20 @@ impl Search<'_> {
         outcome.fired() == Some(self.target)
     }
 
+    /// Whether the budget is spent (and so every candidate refused).
+    fn spent(&mut self) -> bool {
+        if !self.out_of_time && self.clock.seconds() > self.seconds {
+            self.out_of_time = true;
+        }
+        self.out_of_time
+    }
+
     /// Keeps `candidate` when it still fails; says whether it did.
     fn try_keep(&mut self, candidate: Scenario) -> bool {
-        if candidate == self.best || !self.fails(&candidate) {
+        self.candidates += 1;
+        // Spent first: comparing a large scenario with the best costs as
+        // much as copying it.
+        if self.spent() || candidate == self.best || !self.fails(&candidate) {
             return false;
         }
         self.best = candidate;
@@ -96,7 +111,10 @@ impl Search<'_> {
         if self.try_keep(candidate.clone()) {
             return true;
         }
-        if candidate.faults.is_empty() || candidate.faults.len() > REANCHOR_FAULTS_MAX {
+        if self.out_of_time
+            || candidate.faults.is_empty()
+            || candidate.faults.len() > REANCHOR_FAULTS_MAX
+        {
             return false;
         }
         let story = self.story();
@@ -162,7 +180,10 @@ impl Search<'_> {
                     changed = true;
                     break;
                 }
-                if start == 0 {
+                // Once the budget is spent every candidate is refused:
+                // building the rest (a copy of the scenario each) would
+                // only keep the search from ending.
+                if start == 0 || self.out_of_time {
                     break;
                 }
                 start -= chunk;
@@ -198,6 +219,7 @@ pub fn shrink(
         best: original.clone(),
         story: None,
         runs: 1,
+        candidates: 0,
         clock,
         seconds,
         out_of_time: false,
@@ -270,6 +292,7 @@ pub fn shrink(
         scenario,
         invariant: target,
         runs: search.runs,
+        candidates: search.candidates,
         stopped_early,
     })
 }
@@ -354,6 +377,9 @@ fn after_placements(scenario: &Scenario, world: &World) -> Vec<Option<ScriptedFa
 /// Re-places faults after their actor's own steps: all at once, and when
 /// that loses the failure (and `each`), one at a time.
 fn replace_faults(search: &mut Search, each: bool) {
+    if search.spent() {
+        return;
+    }
     let (world, _) = run(&search.best, true);
     let placed = after_placements(&search.best, &world);
     let mut all = search.best.clone();
@@ -366,6 +392,9 @@ fn replace_faults(search: &mut Search, each: bool) {
         return;
     }
     for (index, new) in placed.into_iter().enumerate() {
+        if search.spent() {
+            break;
+        }
         if let Some(new) = new {
             let mut candidate = search.best.clone();
             candidate.faults[index] = new;
@@ -378,6 +407,9 @@ fn replace_faults(search: &mut Search, each: bool) {
 /// of the first occurrence: tries each simpler form.
 fn fault_actors(search: &mut Search) {
     for index in 0..search.best.faults.len() {
+        if search.spent() {
+            break;
+        }
         if let Placement::After { action, nth } = search.best.faults[index].placement
             && nth > 1
         {
@@ -402,7 +434,7 @@ fn fewer_actors(search: &mut Search) {
         let mut target = 1;
         loop {
             let count = count_of(&search.best.config, knob);
-            if target >= count {
+            if target >= count || search.spent() {
                 break;
             }
             let mut candidate = search.best.clone();
@@ -454,6 +486,9 @@ fn set_count(scenario: &mut Scenario, kind: ActorKind, knob: &str, count: u64) {
 fn knobs_to_defaults(search: &mut Search) {
     let defaults = Config::default();
     for (name, value) in defaults.values() {
+        if search.spent() {
+            break;
+        }
         let current = search.best.config.values();
         if current.iter().any(|(n, v)| *n == name && *v == value) {
             continue;
@@ -507,6 +542,9 @@ fn smaller_counts(search: &mut Search) {
 
 /// Request times shifted so the first request is at 0 ms.
 fn earlier_requests(search: &mut Search) {
+    if search.spent() {
+        return;
+    }
     let Some(first) = search.best.requests.iter().map(|r| r.at_ms).min() else {
         return;
     };
@@ -523,6 +561,9 @@ fn earlier_requests(search: &mut Search) {
 /// The shortest fault phase that still fails: the failing step, then a
 /// binary search below the current one.
 fn shorter_fault_phase(search: &mut Search) {
+    if search.spent() {
+        return;
+    }
     let (world, outcome) = run(&search.best, false);
     if outcome.violation.is_some() {
         let mut candidate = search.best.clone();
@@ -547,6 +588,9 @@ fn shorter_fault_phase(search: &mut Search) {
 /// use.
 fn simpler_inputs(search: &mut Search) {
     for index in 0..search.best.requests.len() {
+        if search.spent() {
+            break;
+        }
         let RequestKind::Create { key, input } = &search.best.requests[index].kind else {
             continue;
         };
@@ -582,6 +626,9 @@ fn simpler_inputs(search: &mut Search) {
 }
 
 fn rename_keys(search: &mut Search) {
+    if search.spent() {
+        return;
+    }
     let mut names: Vec<crate::task::Text> = Vec::new();
     let mut candidate = search.best.clone();
     let mut rename = |key: &mut crate::task::Text| {
@@ -696,7 +743,11 @@ impl Story {
     /// The faults for a world that keeps only the tasks of `keys`: a
     /// fault that fired on another task goes, and each anchor's `nth`
     /// counts only the actor's steps on kept tasks (or on none).
-    fn faults_for(&self, scenario: &Scenario, keys: &[Text]) -> Vec<ScriptedFault> {
+    fn faults_for(
+        &self,
+        scenario: &Scenario,
+        keys: &std::collections::BTreeSet<Text>,
+    ) -> Vec<ScriptedFault> {
         let kept = |record: &Record| {
             record
                 .task
@@ -739,18 +790,26 @@ fn request_key(story: &Story, request: &crate::scenario::Request) -> Option<Text
 /// candidate's faults are re-placed as they would land without the tasks
 /// it drops.
 fn reduce_requests(search: &mut Search) -> bool {
+    if search.spent() {
+        return false;
+    }
     let mut changed = false;
     let story = Story::of(&search.best);
     // Units: the requests of one key, or one request about no key.
+    // Looked up in sets: a long run's reproducer has a hundred thousand
+    // keys, and lists made each candidate cost keys x requests.
     let mut units: Vec<Option<Text>> = Vec::new();
+    let mut seen: std::collections::BTreeSet<Text> = std::collections::BTreeSet::new();
     for request in &search.best.requests {
         let key = request_key(&story, request);
-        if key.is_none() || !units.contains(&key) {
-            units.push(key);
+        match &key {
+            Some(text) if !seen.insert(text.clone()) => {}
+            _ => units.push(key),
         }
     }
-    let keys_of =
-        |units: &[Option<Text>]| -> Vec<Text> { units.iter().flatten().cloned().collect() };
+    let keys_of = |units: &[Option<Text>]| -> std::collections::BTreeSet<Text> {
+        units.iter().flatten().cloned().collect()
+    };
     let candidate_of = |best: &Scenario, keep_units: &[Option<Text>], story: &Story| {
         let keys = keys_of(keep_units);
         let mut candidate = best.clone();
@@ -802,7 +861,7 @@ fn reduce_requests(search: &mut Search) -> bool {
                 changed = true;
                 break;
             }
-            if start == 0 {
+            if start == 0 || search.out_of_time {
                 break;
             }
             start -= chunk;
