@@ -276,6 +276,17 @@ impl World {
                 fence.phase = FencePhase::Resolve;
                 FenceProgress::Next(self.latency())
             }
+            // Written since the fence read it absent: the attempt it fences
+            // put its artifact while the fence's hide timed out before it
+            // took. Hidden as it stands, a written artifact would be taken
+            // back with no compensation of its own in the ledger; judged
+            // afresh, as a first read judges one, it is used if good and
+            // kept, or else hidden as a compensation.
+            Observed::Present { hidden: false, .. } if !fence.compensating => {
+                self.rec.outcome = "written-since-read";
+                fence.phase = FencePhase::Read;
+                FenceProgress::Next(self.latency())
+            }
             Observed::Absent | Observed::Present { hidden: false, .. } => {
                 self.rec.outcome = "visible";
                 if fence.hides >= self.config.store_calls_max as u32 {
