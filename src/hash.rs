@@ -8,9 +8,7 @@ use sha2::{Digest, Sha256};
 pub type Sha = [u8; 32];
 
 pub fn sha256(bytes: &[u8]) -> Sha {
-    let mut hasher = Sha256::new();
-    hasher.update(bytes);
-    hasher.finalize().into()
+    sha256_of_parts(&[bytes])
 }
 
 /// The SHA-256 of `parts` one after another, without joining them first.

@@ -593,12 +593,17 @@ fn foreign_id_taken(
     }
 }
 
-/// Whether `head` is `task`'s id as `TaskId::parse` reads it: `task-N`
-/// with N as `decimal` renders it (no leading zeros), so a comparison
-/// with the rendering decides it without parsing.
+/// Whether `head` is `task`'s id as `TaskId::parse` reads it.
 fn names(head: &str, task: TaskId) -> bool {
+    numbered(head, "task-", u64::from(task.0))
+}
+
+/// Whether `text` is `prefix` then `number` as `decimal` renders it (no
+/// leading zeros): a comparison with the rendering, no parse and no
+/// formatted string.
+fn numbered(text: &str, prefix: &str, number: u64) -> bool {
     let mut digits = [0u8; 20];
-    head.strip_prefix("task-") == Some(crate::task::json::decimal(&mut digits, u64::from(task.0)))
+    text.strip_prefix(prefix) == Some(crate::task::json::decimal(&mut digits, number))
 }
 
 struct Fired {

@@ -200,15 +200,11 @@ impl World {
     /// its id, as `worker-N`.
     fn check_started(&self, commit: Commit) -> Result<(), Fired> {
         let row = self.db.task(commit.task);
-        let mut digits = [0u8; 20];
-        let number = crate::task::json::decimal(&mut digits, u64::from(commit.actor.index) + 1);
         let lease = row.lease.filter(|lease| lease.holder == commit.actor);
-        let worker_ok = row
-            .state
-            .worker_id
-            .as_deref()
-            .and_then(|id| id.strip_prefix("worker-"))
-            == Some(number);
+        let worker_ok =
+            row.state.worker_id.as_deref().is_some_and(|id| {
+                super::numbered(id, "worker-", u64::from(commit.actor.index) + 1)
+            });
         let lease_ok = lease.is_some_and(|lease| {
             row.state.lease_until_epoch_ms == Some(lease.until_ms as i64)
                 && i64::from(lease.attempt) == row.state.attempt

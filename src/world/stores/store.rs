@@ -160,36 +160,33 @@ impl Archived {
         })
     }
 
-    /// What a read observes: `Observed::of(&self.object())`, without
-    /// building the object.
-    fn observed(&self) -> Observed {
-        if !self.written {
-            return Observed::Tombstone;
-        }
-        Observed::Present {
-            version: Version::plain(
+    /// Its one version, if it was written.
+    fn version(&self) -> Option<Version> {
+        self.written.then(|| {
+            Version::plain(
                 self.token.task,
                 self.token.attempt,
                 self.sha256,
                 u64::from(self.size),
-            ),
-            hidden: self.hidden,
+            )
+        })
+    }
+
+    /// What a read observes: `Observed::of(&self.object())`, without
+    /// building the object.
+    fn observed(&self) -> Observed {
+        match self.version() {
+            None => Observed::Tombstone,
+            Some(version) => Observed::Present {
+                version,
+                hidden: self.hidden,
+            },
         }
     }
 
     fn object(&self) -> Object {
-        let versions = if self.written {
-            vec![Version::plain(
-                self.token.task,
-                self.token.attempt,
-                self.sha256,
-                u64::from(self.size),
-            )]
-        } else {
-            Vec::new()
-        };
         Object {
-            versions,
+            versions: self.version().into_iter().collect(),
             hidden: self.hidden,
             tombstone: self.tombstone,
         }
