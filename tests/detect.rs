@@ -160,7 +160,7 @@ const SITUATION_FLOOR: [(&str, u64); 52] = [
     ("history-conflict-reported", 9),
     ("idempotency-record-expired", 80246),
     ("inbox-conflict-quarantined", 213),
-    ("inbox-lease-held", 526),
+    ("inbox-lease-held", 293),
     ("lease-expired-fenced", 2471),
     ("outbox-republished", 36962),
     ("poison-dead-letter-owed", 2),

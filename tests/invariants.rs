@@ -1430,7 +1430,7 @@ fn fires_lease_never_taken_live() {
     };
     // The holder renews its own live lease.
     let renewed = Lease {
-        until_ms: now + 2_000,
+        until_ms: now + 1_200,
         ..worker
     };
     let touched = granted(&mut world, worker, renewed);
@@ -1455,6 +1455,73 @@ fn fires_lease_never_taken_live() {
     };
     let touched = granted(&mut world, worker, restarted);
     fires(&mut world, touched, "lease-never-taken-live");
+}
+
+#[test]
+fn fires_lease_never_taken_live_on_an_inbox_row() {
+    let mut world = happy();
+    let message = inbox_row(&world).message;
+    let now = world.now;
+    let worker = |index: u16| ActorId::new(ActorKind::Worker, index);
+    let live = (worker(0), 1, now + 500);
+    let leased = |world: &mut World, old, new| {
+        world.db.inbox.get_mut(message).expect("the row").lease = Some(new);
+        Touched {
+            inbox_leases: vec![(message, old)],
+            ..Touched::default()
+        }
+    };
+    // A first lease, its holder's renewal, and a takeover of one that ran
+    // out are fine.
+    let touched = leased(&mut world, None, live);
+    clean(&mut world, touched);
+    let touched = leased(&mut world, Some(live), (worker(0), 1, now + 900));
+    clean(&mut world, touched);
+    let expired = (worker(0), 1, now);
+    let touched = leased(&mut world, Some(expired), (worker(1), 1, now + 900));
+    clean(&mut world, touched);
+    // Another worker, or the holder's next incarnation, takes a live one.
+    let touched = leased(&mut world, Some(live), (worker(1), 1, now + 900));
+    fires(&mut world, touched, "lease-never-taken-live");
+    let touched = leased(&mut world, Some(live), (worker(0), 2, now + 900));
+    fires(&mut world, touched, "lease-never-taken-live");
+}
+
+#[test]
+fn fires_lease_bounded() {
+    // A task's lease: its full term is fine, a millisecond more is not.
+    let mut world = stepped_until(&happy_path_with(""), task_running);
+    let now = world.now;
+    let lease = world.db.task(TASK).lease.expect("a running task's lease");
+    let term = world.config.task_lease_ms;
+    let granted = |world: &mut World, until_ms: u64| {
+        world.db.set_lease(TASK, Some(Lease { until_ms, ..lease }));
+        Touched {
+            leases: vec![(TASK, Some(lease))],
+            ..Touched::default()
+        }
+    };
+    let touched = granted(&mut world, now + term);
+    clean(&mut world, touched);
+    let touched = granted(&mut world, now + term + 1);
+    fires(&mut world, touched, "lease-bounded");
+    // An inbox row's processing lease, likewise.
+    let mut world = happy();
+    let message = inbox_row(&world).message;
+    let now = world.now;
+    let term = world.config.inbox_lease_ms;
+    let leased = |world: &mut World, until: u64| {
+        let holder = ActorId::new(ActorKind::Worker, 0);
+        world.db.inbox.get_mut(message).expect("the row").lease = Some((holder, 1, until));
+        Touched {
+            inbox_leases: vec![(message, None)],
+            ..Touched::default()
+        }
+    };
+    let touched = leased(&mut world, now + term);
+    clean(&mut world, touched);
+    let touched = leased(&mut world, now + term + 1);
+    fires(&mut world, touched, "lease-bounded");
 }
 
 #[test]
@@ -1508,7 +1575,7 @@ fn fires_lease_on_live_attempt() {
         }
     };
     let renewed = Lease {
-        until_ms: lease.until_ms + 1_000,
+        until_ms: world.now + world.config.task_lease_ms,
         ..lease
     };
     let touched = granted(&mut world, renewed);

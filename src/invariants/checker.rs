@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 mod budgets;
 mod checks;
 mod converges;
+mod leases;
 mod lifecycle;
 mod retention;
 mod snapshots;

@@ -114,7 +114,11 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "lease-never-taken-live",
-        statement: "a task's lease passes to another holder, or another incarnation of its holder, only after it ran out: renewing one's own lease is fine, taking a live one lets two attempts run at once",
+        statement: "a task's lease, and an inbox row's processing lease, passes to another holder, or another incarnation of its holder, only after it ran out: renewing one's own lease is fine, taking a live one lets two attempts (or two workers on one message) run at once",
+    },
+    Invariant {
+        id: "lease-bounded",
+        statement: "no lease runs longer than its term from the step that granted or renewed it (task_lease_ms for an attempt, inbox_lease_ms for an inbox row): a longer one outlives the crash of its holder and keeps the work from everyone else",
     },
     Invariant {
         id: "lease-on-live-attempt",

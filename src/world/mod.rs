@@ -64,6 +64,9 @@ pub struct Touched {
     pub inbox: Vec<ids::OutboxId>,
     /// Leases granted, with the lease each replaced.
     pub leases: Vec<(TaskId, Option<db::Lease>)>,
+    /// Inbox rows whose processing lease was granted or renewed, with the
+    /// lease it replaced.
+    pub inbox_leases: Vec<(ids::OutboxId, Option<db::InboxLease>)>,
     /// Events appended from outside the pipeline, with the append API's
     /// answer: judged against the events the store holds afterwards.
     pub appends: Vec<(crate::task::TaskEvent, &'static str)>,
@@ -118,7 +121,7 @@ pub struct Commit {
 macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
-            projection created answers deliveries delivered inbox leases appends
+            projection created answers deliveries delivered inbox leases inbox_leases appends
             cancels commits let_go replays reviews dead_letter_reviews)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{

@@ -130,6 +130,8 @@ impl World {
             check!(self.check_rejections());
         }
         check_each!(leases, |(task, replaced)| self.check_lease(task, replaced));
+        check_each!(inbox_leases, |(message, replaced)| self
+            .check_inbox_lease(message, replaced));
         // After the task checks, which bring the checker's map of event
         // ids up to date with this step's appends.
         for index in 0..self.touched.appends.len() {
@@ -654,7 +656,8 @@ impl World {
         Ok(())
     }
 
-    /// The lease checks. lease-on-live-attempt: a lease is only for the
+    /// The lease checks. lease-bounded: no longer than its term.
+    /// lease-on-live-attempt: a lease is only for the
     /// current attempt of a live task. review-stops-automation: a fence
     /// never claims a task that waits for a human. lease-never-taken-live:
     /// a task's lease goes to another holder (or another incarnation of the
@@ -663,6 +666,18 @@ impl World {
     fn check_lease(&mut self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
         let row = self.db.task(task);
         let lease = row.lease;
+        if let Some(new) = lease
+            && new.until_ms > self.now + self.config.task_lease_ms
+        {
+            return Err(Fired {
+                invariant: "lease-bounded",
+                message: format!(
+                    "{} holds {task}'s lease on attempt {} until {} ms, granted at {} ms for more than task_lease_ms = {}",
+                    new.holder, new.attempt, new.until_ms, self.now, self.config.task_lease_ms
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
         if let Some(new) = lease {
             let state = &row.state;
             if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {

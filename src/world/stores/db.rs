@@ -267,14 +267,16 @@ impl ProcessResult {
     }
 }
 
+/// An inbox row's processing lease: holder, its incarnation, until.
+pub type InboxLease = (ActorId, u32, u64);
+
 #[derive(Clone, Debug, Hash)]
 pub struct InboxRow {
     pub message: OutboxId,
     pub payload_sha256: Sha,
     pub state: InboxState,
     pub result: Option<ProcessResult>,
-    /// Processing lease: holder, its incarnation, until.
-    pub lease: Option<(ActorId, u32, u64)>,
+    pub lease: Option<InboxLease>,
     pub first_seen_ms: u64,
     pub completed_ms: Option<u64>,
 }

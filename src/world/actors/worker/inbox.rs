@@ -7,7 +7,8 @@ use crate::mutants::Mutant;
 use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::fence::{Fence, FencePurpose};
-use crate::world::stores::db::{InboxRow, InboxState, ProcessResult, ReviewReason};
+use crate::world::engine::ids::OutboxId;
+use crate::world::stores::db::{InboxLease, InboxRow, InboxState, ProcessResult, ReviewReason};
 
 use super::*;
 
@@ -67,9 +68,15 @@ impl World {
                     self.touch_delivery(job, DeliveryAct::Drop);
                     return Step::Done;
                 }
-                self.db.inbox.get_mut(message).expect("row exists").lease = lease;
+                if self.attempt_held_elsewhere(job) {
+                    return self.drop_attempt_held(job);
+                }
+                self.set_inbox_lease(message, lease);
             }
             _ => {
+                if self.attempt_held_elsewhere(job) {
+                    return self.drop_attempt_held(job);
+                }
                 self.db.inbox.insert(
                     message,
                     InboxRow {
@@ -83,6 +90,7 @@ impl World {
                     },
                 );
                 self.touched.inbox.push(message);
+                self.touched.inbox_leases.push((message, None));
             }
         }
         self.touched.entries.push(job.delivery.entry);
@@ -96,18 +104,14 @@ impl World {
         job.version = state.version;
         self.rec.version = Some(state.version);
         let attempt = i64::from(job.attempt);
-        let lease_held_elsewhere = self.lease_held_elsewhere(job);
         match state.status {
             Status::Queued if state.attempt + 1 == attempt => {
                 self.rec.outcome = "start";
                 Step::Next(WorkerPhase::Start, self.latency())
             }
             Status::Running | Status::Cancelling if state.attempt == attempt => {
-                if lease_held_elsewhere {
-                    self.rec.outcome = "lease-held";
-                    self.race("two workers starting one task");
-                    self.touch_delivery(job, DeliveryAct::Drop);
-                    return Step::Done;
+                if self.lease_held_elsewhere(job) {
+                    return self.drop_attempt_held(job);
                 }
                 self.lease_attempt(job);
                 if state.status == Status::Cancelling {
@@ -131,14 +135,49 @@ impl World {
         }
     }
 
+    /// Whether the delivery's attempt is running under another holder's
+    /// live lease. The inbox transaction then writes nothing: an inbox
+    /// lease taken by a worker that goes on to drop the delivery would be
+    /// a lease no one works under, shutting the attempt's own worker out
+    /// of renewing and finalizing its row.
+    fn attempt_held_elsewhere(&self, job: &Job) -> bool {
+        let state = &self.db.task(job.task).state;
+        matches!(state.status, Status::Running | Status::Cancelling)
+            && state.attempt == i64::from(job.attempt)
+            && self.lease_held_elsewhere(job)
+    }
+
+    /// Drops a delivery whose attempt another worker runs.
+    fn drop_attempt_held(&mut self, job: &Job) -> Step {
+        self.rec.outcome = "lease-held";
+        self.race("two workers starting one task");
+        self.touch_delivery(job, DeliveryAct::Drop);
+        Step::Done
+    }
+
+    /// Renews this worker's processing lease on the job's inbox row, while
+    /// the row is open and no other holder took it over.
     pub(super) fn renew_inbox(&mut self, job: &Job) {
         let (actor, incarnation) = self.worker_holder();
         let until = self.now + self.config.inbox_lease_ms;
-        if let Some(row) = self.db.inbox.get_mut(job.delivery.message)
-            && !row.state.is_final()
-        {
-            row.lease = Some((actor, incarnation, until));
+        let message = job.delivery.message;
+        let renewable = self.db.inbox.get(message).is_some_and(|row| {
+            !row.state.is_final()
+                && row.lease.is_none_or(|(holder, inc, until)| {
+                    (holder, inc) == (actor, incarnation) || until <= self.now
+                })
+        });
+        if renewable {
+            self.set_inbox_lease(message, Some((actor, incarnation, until)));
         }
+    }
+
+    /// Writes an existing inbox row's processing lease, listing the lease
+    /// it replaced for the lease checks.
+    fn set_inbox_lease(&mut self, message: OutboxId, lease: Option<InboxLease>) {
+        let row = self.db.inbox.get_mut(message).expect("row exists");
+        let replaced = std::mem::replace(&mut row.lease, lease);
+        self.touched.inbox_leases.push((message, replaced));
     }
 
     pub(super) fn finalize_inbox(&mut self, job: &Job, state: InboxState) {
