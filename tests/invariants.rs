@@ -2510,3 +2510,31 @@ fn fires_mismatch_shows_damage() {
     the_artifact(&mut world).versions = vec![good];
     fires(&mut world, touched(), "mismatch-shows-damage");
 }
+
+#[test]
+fn fires_mismatch_ends_task() {
+    // The store corrupted the first put: the worker compensated the
+    // artifact and failed the task for it, at that attempt.
+    let mut world = drained(&corrupt_scenario());
+    let ledger = world
+        .db
+        .task(TASK)
+        .effect(artifact_token())
+        .expect("the attempt's ledger row");
+    assert_eq!(ledger.state, EffectState::Compensated);
+    assert_eq!(ledger.error_code, Some("ARTIFACT_HASH_MISMATCH"));
+    clean(&mut world, tasks(&[TASK]));
+    // The ledger row of an attempt before the one the task ended at: the
+    // task went on to another attempt after its artifact did not verify.
+    let row = world.db.task_mut(TASK).effect_mut(artifact_token());
+    row.expect("the row").token.attempt = 0;
+    fires(&mut world, tasks(&[TASK]), "mismatch-ends-task");
+    // A completed task whose attempt's ledger says its artifact did not
+    // verify.
+    let mut world = happy();
+    let row = world.db.task_mut(TASK).effect_mut(artifact_token());
+    let row = row.expect("the completed attempt's row");
+    row.state = EffectState::Compensated;
+    row.error_code = Some("ARTIFACT_HASH_MISMATCH");
+    fires(&mut world, tasks(&[TASK]), "mismatch-ends-task");
+}

@@ -17,6 +17,7 @@ mod checks;
 mod converges;
 mod leases;
 mod lifecycle;
+mod mismatch;
 mod retention;
 mod snapshots;
 mod told;

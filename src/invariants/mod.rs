@@ -185,6 +185,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task fails ARTIFACT_HASH_MISMATCH only when the artifact store holds a version of its failing attempt's artifact that does not verify against the task's input",
     },
     Invariant {
+        id: "mismatch-ends-task",
+        statement: "an attempt whose artifact ledger row is compensated for ARTIFACT_HASH_MISMATCH ends its task: failed with that code at that attempt, or cancelled; never completed, retried or failed under another code",
+    },
+    Invariant {
         id: "review-earned",
         statement: "a task goes to manual review because the store cannot confirm an effect only when the store cannot be queried and, for a running task, its ledger cannot settle the effect: an effect whose ledger row says verified is used by the retry, never sent to review; and a dead letter goes to review only once its task spent the re-drive budget of the letter's topic (work or events), counted from the task's re-drive rows",
     },

@@ -102,6 +102,7 @@ impl World {
         check_each!(reviews, |token| self.check_review_earned(token));
         check_each!(dead_letter_reviews, |id| self
             .check_dead_letter_review_earned(id));
+        check_each!(tasks, |task| self.check_mismatch_ends_task(task));
         check_each!(tasks, |task| self.check_artifacts(task));
         check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
