@@ -44,10 +44,11 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 53] = [
+pub const SITUATIONS: [&str; 55] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
+    "artifact-metadata-mismatch",
     "attempt-resumed",
     "attempt-retried",
     "broker-outage",
@@ -72,6 +73,7 @@ pub const SITUATIONS: [&str; 53] = [
     "fence-compensation-planned",
     "fence-found-lease-renewed",
     "fence-lost-lease",
+    "hide-took-unanswered",
     "history-conflict-reported",
     "idempotency-record-expired",
     "inbox-conflict-quarantined",

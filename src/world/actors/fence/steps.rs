@@ -273,6 +273,9 @@ impl World {
         match self.store.observe(fence.token()) {
             Observed::Tombstone | Observed::Present { hidden: true, .. } => {
                 self.rec.outcome = "hidden";
+                if !fence.hide_answered {
+                    self.sometimes("hide-took-unanswered");
+                }
                 fence.phase = FencePhase::Resolve;
                 FenceProgress::Next(self.latency())
             }

@@ -402,6 +402,9 @@ impl World {
             }
             Observed::Present { hidden: true, .. } | Observed::Tombstone => {
                 self.rec.outcome = "hidden";
+                if !job.hide_answered {
+                    self.sometimes("hide-took-unanswered");
+                }
                 Step::Next(WorkerPhase::Fail, self.latency())
             }
         }
