@@ -635,6 +635,38 @@ fn fires_cache_never_ahead() {
 }
 
 #[test]
+fn fires_stale_fill_refused() {
+    let mut world = happy();
+    let running = CacheEntry::View {
+        status: Status::Running,
+        version: 1,
+    };
+    let filled = |world: &mut World, found: Option<CacheEntry>, stored: CacheEntry| {
+        world.cache.entries.insert(TASK, stored);
+        Touched {
+            fills: vec![(TASK, found)],
+            ..Touched::default()
+        }
+    };
+    // A fill into an absent (evicted) entry, or at the tombstone's own
+    // version, is fine.
+    let touched = filled(&mut world, None, running);
+    clean(&mut world, touched);
+    let completed = CacheEntry::View {
+        status: Status::Completed,
+        version: 2,
+    };
+    let tombstone = CacheEntry::Tombstone { version: 2 };
+    let touched = filled(&mut world, Some(tombstone), completed);
+    clean(&mut world, touched);
+    // A read of v1 lands over the invalidation of v2, or over a view of v2.
+    let touched = filled(&mut world, Some(tombstone), running);
+    fires(&mut world, touched, "stale-fill-refused");
+    let touched = filled(&mut world, Some(completed), running);
+    fires(&mut world, touched, "stale-fill-refused");
+}
+
+#[test]
 fn fires_projection_consistent() {
     let mut world = happy();
     let touched = || Touched {

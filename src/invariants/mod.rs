@@ -185,6 +185,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task fails ARTIFACT_HASH_MISMATCH only when the artifact store holds a version of its failing attempt's artifact that does not verify against the task's input",
     },
     Invariant {
+        id: "stale-fill-refused",
+        statement: "a cache fill never stores a view older than the entry it found for that task, an invalidation's versioned tombstone or a newer view: a read that began before a write cannot land after its invalidation (a fill into an absent or evicted entry is not judged)",
+    },
+    Invariant {
         id: "mismatch-ends-task",
         statement: "an attempt whose artifact ledger row is compensated for ARTIFACT_HASH_MISMATCH ends its task: failed with that code at that attempt, or cancelled; never completed, retried or failed under another code",
     },

@@ -64,6 +64,8 @@ pub struct Touched {
     pub inbox: Vec<ids::OutboxId>,
     /// Leases granted, with the lease each replaced.
     pub leases: Vec<(TaskId, Option<db::Lease>)>,
+    /// Cache fills, with the entry each found (none: absent or evicted).
+    pub fills: Vec<(TaskId, Option<stores::cache::CacheEntry>)>,
     /// Inbox rows whose processing lease was granted or renewed, with the
     /// lease it replaced.
     pub inbox_leases: Vec<(ids::OutboxId, Option<db::InboxLease>)>,
@@ -121,7 +123,7 @@ pub struct Commit {
 macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
-            projection created answers deliveries delivered inbox leases inbox_leases appends
+            projection created answers deliveries delivered inbox leases inbox_leases fills appends
             cancels commits let_go replays reviews dead_letter_reviews)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{

@@ -106,6 +106,7 @@ impl World {
         check_each!(tasks, |task| self.check_artifacts(task));
         check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
+        check_each!(fills, |(task, found)| self.check_fill(task, found));
         // A task listed again is counted again but judged once: nothing
         // the check reads changes in between, so it would find the same.
         for index in 0..self.touched.projection.len() {
@@ -771,6 +772,43 @@ impl World {
             });
         }
         Ok(())
+    }
+
+    /// stale-fill-refused: a fill stores no view older than the entry it
+    /// found, an invalidation's tombstone or a newer view. A fill into an
+    /// absent entry (never filled, or evicted) is not judged: eviction may
+    /// drop a tombstone at any time (DESIGN), and nothing durable is left
+    /// to compare with.
+    fn check_fill(
+        &self,
+        task: TaskId,
+        found: Option<crate::world::stores::cache::CacheEntry>,
+    ) -> Result<(), Fired> {
+        use crate::world::stores::cache::CacheEntry;
+        let (Some(before), Some(CacheEntry::View { version, .. })) = (found, self.cache.get(task))
+        else {
+            return Ok(());
+        };
+        let floor = match before {
+            CacheEntry::View { version, .. } | CacheEntry::Tombstone { version } => version,
+        };
+        if version >= floor {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "stale-fill-refused",
+            message: format!(
+                "a fill stored {task} v{version} over {}, newer (a read that began before the write landed after it)",
+                match before {
+                    CacheEntry::View { version, .. } => format!("a view of v{version}"),
+                    CacheEntry::Tombstone { version } => format!("the tombstone of v{version}"),
+                }
+            ),
+            entities: vec![
+                task.to_string(),
+                crate::world::stores::cache::cache_key(task),
+            ],
+        })
     }
 
     fn check_projection(&mut self, task: TaskId) -> Result<(), Fired> {

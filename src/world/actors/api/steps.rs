@@ -121,6 +121,7 @@ impl World {
                 self.rec.task = Some(task);
                 self.rec.version = Some(version);
                 self.touched.cache.push(task);
+                self.touched.fills.push((task, self.cache.get(task)));
                 let filled = self.cache.fill(task, status, version);
                 self.rec.outcome = match filled {
                     crate::world::stores::cache::Fill::Stored => "stored",
