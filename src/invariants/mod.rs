@@ -118,7 +118,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "lease-bounded",
-        statement: "no lease runs longer than its term from the step that granted or renewed it (task_lease_ms for an attempt, inbox_lease_ms for an inbox row): a longer one outlives the crash of its holder and keeps the work from everyone else",
+        statement: "a task's attempt lease and an inbox row's processing lease run no longer than their term from the step that granted or renewed them (task_lease_ms, inbox_lease_ms): a longer one outlives the crash of its holder and keeps the work from everyone else (a publisher's outbox claims are not judged)",
     },
     Invariant {
         id: "lease-on-live-attempt",

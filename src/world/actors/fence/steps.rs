@@ -325,6 +325,15 @@ impl World {
         let token = fence.token();
         let expected = self.expected_sha(fence);
         let row = self.db.task_mut(fence.task);
+        // A row this fence (before a conflict sent it back to its claim)
+        // already compensated for a mismatch: the artifact it hid was bad,
+        // though the claim's fresh start forgot it.
+        if row.effect(token).is_some_and(|ledger| {
+            ledger.state == EffectState::Compensated
+                && ledger.error_code == Some("ARTIFACT_HASH_MISMATCH")
+        }) {
+            fence.bad = true;
+        }
         // A compensation a worker started and never finished is settled by
         // this fence: the artifact is now hidden (or was never there).
         for ledger in row.effects.iter_mut() {

@@ -77,6 +77,8 @@ impl World {
                 if self.attempt_held_elsewhere(job) {
                     return self.drop_attempt_held(job);
                 }
+                // A row is there only under the no-inbox-dedupe mutant.
+                let replaced = self.db.inbox.get(message).and_then(|row| row.lease);
                 self.db.inbox.insert(
                     message,
                     InboxRow {
@@ -90,7 +92,7 @@ impl World {
                     },
                 );
                 self.touched.inbox.push(message);
-                self.touched.inbox_leases.push((message, None));
+                self.touched.inbox_leases.push((message, replaced));
             }
         }
         self.touched.entries.push(job.delivery.entry);

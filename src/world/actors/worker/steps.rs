@@ -24,7 +24,8 @@ impl World {
     }
 
     /// Read-back verification: task id, attempt, size and SHA-256 of both
-    /// the bytes and the metadata.
+    /// the bytes and the metadata. Marks `artifact-metadata-mismatch`
+    /// when only the metadata is wrong.
     pub fn artifact_is_good(
         &mut self,
         task: TaskId,
