@@ -19,8 +19,8 @@ use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, S
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
-    Answer, EffectKind, EffectState, IdempotencyRecord, InboxRow, Lease, OutboxRow, Payload,
-    RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
+    Answer, EffectKind, EffectState, IdempotencyRecord, InboxLease, InboxRow, Lease, OutboxRow,
+    Payload, RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Commit, Stepped, Touched, World};
@@ -1494,8 +1494,12 @@ fn fires_lease_never_taken_live_on_an_inbox_row() {
     let mut world = happy();
     let message = inbox_row(&world).message;
     let now = world.now;
-    let worker = |index: u16| ActorId::new(ActorKind::Worker, index);
-    let live = (worker(0), 1, now + 500);
+    let lease = |index: u16, incarnation: u32, until_ms: u64| InboxLease {
+        holder: ActorId::new(ActorKind::Worker, index),
+        incarnation,
+        until_ms,
+    };
+    let live = lease(0, 1, now + 500);
     let leased = |world: &mut World, old, new| {
         world.db.inbox.get_mut(message).expect("the row").lease = Some(new);
         Touched {
@@ -1507,15 +1511,15 @@ fn fires_lease_never_taken_live_on_an_inbox_row() {
     // out are fine.
     let touched = leased(&mut world, None, live);
     clean(&mut world, touched);
-    let touched = leased(&mut world, Some(live), (worker(0), 1, now + 900));
+    let touched = leased(&mut world, Some(live), lease(0, 1, now + 900));
     clean(&mut world, touched);
-    let expired = (worker(0), 1, now);
-    let touched = leased(&mut world, Some(expired), (worker(1), 1, now + 900));
+    let expired = lease(0, 1, now);
+    let touched = leased(&mut world, Some(expired), lease(1, 1, now + 900));
     clean(&mut world, touched);
     // Another worker, or the holder's next incarnation, takes a live one.
-    let touched = leased(&mut world, Some(live), (worker(1), 1, now + 900));
+    let touched = leased(&mut world, Some(live), lease(1, 1, now + 900));
     fires(&mut world, touched, "lease-never-taken-live");
-    let touched = leased(&mut world, Some(live), (worker(0), 2, now + 900));
+    let touched = leased(&mut world, Some(live), lease(0, 2, now + 900));
     fires(&mut world, touched, "lease-never-taken-live");
 }
 
@@ -1544,7 +1548,11 @@ fn fires_lease_bounded() {
     let term = world.config.inbox_lease_ms;
     let leased = |world: &mut World, until: u64| {
         let holder = ActorId::new(ActorKind::Worker, 0);
-        world.db.inbox.get_mut(message).expect("the row").lease = Some((holder, 1, until));
+        world.db.inbox.get_mut(message).expect("the row").lease = Some(InboxLease {
+            holder,
+            incarnation: 1,
+            until_ms: until,
+        });
         Touched {
             inbox_leases: vec![(message, None)],
             ..Touched::default()

@@ -15,11 +15,14 @@ impl World {
         message: OutboxId,
         replaced: Option<InboxLease>,
     ) -> Result<(), Fired> {
-        let Some((holder, incarnation, until)) =
-            self.db.inbox.get(message).and_then(|row| row.lease)
-        else {
+        let Some(lease) = self.db.inbox.get(message).and_then(|row| row.lease) else {
             return Ok(());
         };
+        let InboxLease {
+            holder,
+            incarnation,
+            until_ms: until,
+        } = lease;
         let term = self.config.inbox_lease_ms;
         if until > self.now + term {
             return Err(Fired {
@@ -31,12 +34,11 @@ impl World {
                 entities: vec![message.to_string()],
             });
         }
-        let Some((old_holder, old_incarnation, old_until)) = replaced else {
+        let Some(old) = replaced.filter(|old| old.held_by_other(self.now, holder, incarnation))
+        else {
             return Ok(());
         };
-        if (old_holder, old_incarnation) == (holder, incarnation) || old_until <= self.now {
-            return Ok(());
-        }
+        let (old_holder, old_incarnation, old_until) = (old.holder, old.incarnation, old.until_ms);
         Err(Fired {
             invariant: "lease-never-taken-live",
             message: format!(

@@ -267,8 +267,21 @@ impl ProcessResult {
     }
 }
 
-/// An inbox row's processing lease: holder, its incarnation, until.
-pub type InboxLease = (ActorId, u32, u64);
+/// An inbox row's processing lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InboxLease {
+    pub holder: ActorId,
+    pub incarnation: u32,
+    pub until_ms: u64,
+}
+
+impl InboxLease {
+    /// Whether someone other than `holder`'s `incarnation` holds it at
+    /// `now` (as `Lease::held_by_other`: it runs out at `until_ms`).
+    pub fn held_by_other(&self, now: u64, holder: ActorId, incarnation: u32) -> bool {
+        self.until_ms > now && (self.holder, self.incarnation) != (holder, incarnation)
+    }
+}
 
 #[derive(Clone, Debug, Hash)]
 pub struct InboxRow {

@@ -23,7 +23,11 @@ impl World {
         let (actor, incarnation) = self.worker_holder();
         let message = job.delivery.message;
         let hash = job.delivery.payload_sha256;
-        let lease = Some((actor, incarnation, now + self.config.inbox_lease_ms));
+        let lease = Some(InboxLease {
+            holder: actor,
+            incarnation,
+            until_ms: now + self.config.inbox_lease_ms,
+        });
         let dedupe = self.mutant != Some(Mutant::NoInboxDedupe);
         match self.db.inbox.get(message).cloned() {
             Some(row) if dedupe && row.payload_sha256 != hash => {
@@ -59,9 +63,9 @@ impl World {
                 return Step::Next(WorkerPhase::Ack, self.latency());
             }
             Some(row) if dedupe => {
-                let held = row.lease.is_some_and(|(holder, inc, until)| {
-                    until > now && (holder, inc) != (actor, incarnation)
-                });
+                let held = row
+                    .lease
+                    .is_some_and(|lease| lease.held_by_other(now, actor, incarnation));
                 if held {
                     self.rec.outcome = "lease-held";
                     self.sometimes("inbox-lease-held");
@@ -161,16 +165,21 @@ impl World {
     /// the row is open and no other holder took it over.
     pub(super) fn renew_inbox(&mut self, job: &Job) {
         let (actor, incarnation) = self.worker_holder();
-        let until = self.now + self.config.inbox_lease_ms;
+        let until_ms = self.now + self.config.inbox_lease_ms;
         let message = job.delivery.message;
         let renewable = self.db.inbox.get(message).is_some_and(|row| {
             !row.state.is_final()
-                && row.lease.is_none_or(|(holder, inc, until)| {
-                    (holder, inc) == (actor, incarnation) || until <= self.now
-                })
+                && row
+                    .lease
+                    .is_none_or(|lease| !lease.held_by_other(self.now, actor, incarnation))
         });
         if renewable {
-            self.set_inbox_lease(message, Some((actor, incarnation, until)));
+            let lease = InboxLease {
+                holder: actor,
+                incarnation,
+                until_ms,
+            };
+            self.set_inbox_lease(message, Some(lease));
         }
     }
 
@@ -193,7 +202,7 @@ impl World {
             && row.state == InboxState::Processing
             && row
                 .lease
-                .is_none_or(|(actor, incarnation, _)| (actor, incarnation) == holder)
+                .is_none_or(|lease| (lease.holder, lease.incarnation) == holder)
         {
             row.state = state;
             row.result = job.result;
