@@ -68,7 +68,6 @@ impl World {
         }
         fence.version = state.version;
         fence.used = false;
-        fence.bad = false;
         fence.reads = 0;
         fence.hides = 0;
         self.grant_lease(fence.task, fence.attempt, actor, incarnation);
@@ -78,6 +77,11 @@ impl World {
         let settled = match row.effect_mut(token) {
             Some(ledger) => {
                 ledger.fenced_by = Some(actor);
+                // A row compensated for a mismatch (by this fence, before a
+                // conflict sent it back here) had a bad artifact: a settled
+                // row is not read again, so the ledger is what says so.
+                fence.bad = ledger.state == EffectState::Compensated
+                    && ledger.error_code == Some("ARTIFACT_HASH_MISMATCH");
                 matches!(ledger.state, EffectState::Compensated | EffectState::Failed)
             }
             None => {
@@ -93,6 +97,7 @@ impl World {
                         fenced_by: Some(actor),
                     },
                 );
+                fence.bad = false;
                 false
             }
         };
@@ -325,15 +330,6 @@ impl World {
         let token = fence.token();
         let expected = self.expected_sha(fence);
         let row = self.db.task_mut(fence.task);
-        // A row this fence (before a conflict sent it back to its claim)
-        // already compensated for a mismatch: the artifact it hid was bad,
-        // though the claim's fresh start forgot it.
-        if row.effect(token).is_some_and(|ledger| {
-            ledger.state == EffectState::Compensated
-                && ledger.error_code == Some("ARTIFACT_HASH_MISMATCH")
-        }) {
-            fence.bad = true;
-        }
         // A compensation a worker started and never finished is settled by
         // this fence: the artifact is now hidden (or was never there).
         for ledger in row.effects.iter_mut() {
