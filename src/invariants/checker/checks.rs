@@ -5,8 +5,8 @@ use crate::hash::hex;
 use crate::task::{Status, Text};
 use crate::world::World;
 use crate::world::actors::worker::DeliveryAct;
-use crate::world::engine::ids::{ActorKind, KeyOf, OutboxId, TaskId};
-use crate::world::stores::db::{Answer, EffectKind, Lease, ReviewReason, Token};
+use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::stores::db::{Answer, EffectKind, ReviewReason, Token};
 
 use super::*;
 use crate::invariants::Violation;
@@ -658,81 +658,12 @@ impl World {
         Ok(())
     }
 
-    /// The lease checks. lease-bounded: no longer than its term.
-    /// lease-on-live-attempt: a lease is only for the
-    /// current attempt of a live task. review-stops-automation: a fence
-    /// never claims a task that waits for a human. lease-never-taken-live:
-    /// a task's lease goes to another holder (or another incarnation of the
-    /// same one) only once it ran out. Renewing one's own lease is fine;
-    /// taking a live one lets two attempts run.
-    fn check_lease(&mut self, task: TaskId, replaced: Option<Lease>) -> Result<(), Fired> {
-        let row = self.db.task(task);
-        let lease = row.lease;
-        if let Some(new) = lease
-            && new.until_ms > self.now + self.config.task_lease_ms
-        {
-            return Err(Fired {
-                invariant: "lease-bounded",
-                message: format!(
-                    "{} holds {task}'s lease on attempt {} until {} ms, granted at {} ms for more than task_lease_ms = {}",
-                    new.holder, new.attempt, new.until_ms, self.now, self.config.task_lease_ms
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        if let Some(new) = lease {
-            let state = &row.state;
-            if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {
-                return Err(Fired {
-                    invariant: "lease-on-live-attempt",
-                    message: format!(
-                        "{} took {task}'s lease on attempt {} at {} ms, where the task is {} on attempt {}",
-                        new.holder,
-                        new.attempt,
-                        self.now,
-                        state.status.as_str(),
-                        state.attempt
-                    ),
-                    entities: vec![task.to_string()],
-                });
-            }
-        }
-        if let Some(fenced) = lease
-            && fenced.holder.kind == ActorKind::Reconciler
-            && self.waits_for_a_human(task)
-        {
-            return Err(Fired {
-                invariant: "review-stops-automation",
-                message: format!(
-                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
-                    fenced.attempt, self.now
-                ),
-                entities: vec![task.to_string()],
-            });
-        }
-        let (Some(old), Some(new)) = (replaced, lease) else {
-            return Ok(());
-        };
-        let same_holder = (old.holder, old.incarnation) == (new.holder, new.incarnation);
-        if same_holder || old.until_ms <= self.now {
-            return Ok(());
-        }
-        Err(Fired {
-            invariant: "lease-never-taken-live",
-            message: format!(
-                "{task}'s lease on attempt {} held by {} until {} ms went to {} (attempt {}) at {} ms",
-                old.attempt, old.holder, old.until_ms, new.holder, new.attempt, self.now
-            ),
-            entities: vec![task.to_string()],
-        })
-    }
-
     /// Whether `task` is in manual review for STORE_CANNOT_CONFIRM or
     /// EVENT_ID_PAYLOAD_CONFLICT: a human must decide, and no automatic
     /// path may act on it. Read from the review list (see
     /// `Checker::automation_stopped`), the items added since the last
     /// call first.
-    fn waits_for_a_human(&mut self, task: TaskId) -> bool {
+    pub(super) fn waits_for_a_human(&mut self, task: TaskId) -> bool {
         let items = self.db.review_items();
         for item in &items[self.checker.reviews_seen..] {
             let stops = matches!(

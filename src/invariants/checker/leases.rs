@@ -1,15 +1,90 @@
-//! `lease-never-taken-live` and `lease-bounded` for the inbox's
-//! processing leases (the task's attempt leases are judged in
-//! `checks.rs`): a row's lease passes to another holder only once it ran
-//! out, and no lease runs longer than its term from the step that wrote it.
+//! The lease checks, of a task's attempt lease and of an inbox row's
+//! processing lease: `lease-never-taken-live` (a lease passes to another
+//! holder only once it ran out), `lease-bounded` (no longer than its term
+//! from the step that wrote it), and for a task's lease
+//! `lease-on-live-attempt` and `review-stops-automation`.
 
 use crate::world::World;
-use crate::world::engine::ids::OutboxId;
-use crate::world::stores::db::InboxLease;
+use crate::world::engine::ids::{ActorKind, OutboxId, TaskId};
+use crate::world::stores::db::{InboxLease, Lease};
 
 use super::Fired;
 
 impl World {
+    /// A task's lease. lease-bounded: no longer than its term.
+    /// lease-on-live-attempt: a lease is only for the
+    /// current attempt of a live task. review-stops-automation: a fence
+    /// never claims a task that waits for a human. lease-never-taken-live:
+    /// a task's lease goes to another holder (or another incarnation of the
+    /// same one) only once it ran out. Renewing one's own lease is fine;
+    /// taking a live one lets two attempts run.
+    pub(super) fn check_lease(
+        &mut self,
+        task: TaskId,
+        replaced: Option<Lease>,
+    ) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        let lease = row.lease;
+        if let Some(new) = lease
+            && new.until_ms > self.now + self.config.task_lease_ms
+        {
+            return Err(Fired {
+                invariant: "lease-bounded",
+                message: format!(
+                    "{} holds {task}'s lease on attempt {} until {} ms, granted at {} ms for more than task_lease_ms = {}",
+                    new.holder, new.attempt, new.until_ms, self.now, self.config.task_lease_ms
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        if let Some(new) = lease {
+            let state = &row.state;
+            if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {
+                return Err(Fired {
+                    invariant: "lease-on-live-attempt",
+                    message: format!(
+                        "{} took {task}'s lease on attempt {} at {} ms, where the task is {} on attempt {}",
+                        new.holder,
+                        new.attempt,
+                        self.now,
+                        state.status.as_str(),
+                        state.attempt
+                    ),
+                    entities: vec![task.to_string()],
+                });
+            }
+        }
+        if let Some(fenced) = lease
+            && fenced.holder.kind == ActorKind::Reconciler
+            && self.waits_for_a_human(task)
+        {
+            return Err(Fired {
+                invariant: "review-stops-automation",
+                message: format!(
+                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
+                    fenced.attempt, self.now
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        let (Some(old), Some(new)) = (replaced, lease) else {
+            return Ok(());
+        };
+        let same_holder = (old.holder, old.incarnation) == (new.holder, new.incarnation);
+        if same_holder || old.until_ms <= self.now {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "lease-never-taken-live",
+            message: format!(
+                "{task}'s lease on attempt {} held by {} until {} ms went to {} (attempt {}) at {} ms",
+                old.attempt, old.holder, old.until_ms, new.holder, new.attempt, self.now
+            ),
+            entities: vec![task.to_string()],
+        })
+    }
+
+    /// An inbox row's lease: lease-bounded and lease-never-taken-live.
     pub(super) fn check_inbox_lease(
         &self,
         message: OutboxId,

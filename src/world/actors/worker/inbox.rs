@@ -62,25 +62,22 @@ impl World {
                 }
                 return Step::Next(WorkerPhase::Ack, self.latency());
             }
-            Some(row) if dedupe => {
-                let held = row
-                    .lease
-                    .is_some_and(|lease| lease.held_by_other(now, actor, incarnation));
-                if held {
-                    self.rec.outcome = "lease-held";
-                    self.sometimes("inbox-lease-held");
-                    self.touch_delivery(job, DeliveryAct::Drop);
-                    return Step::Done;
-                }
-                if self.attempt_held_elsewhere(job) {
-                    return self.drop_attempt_held(job);
-                }
-                self.set_inbox_lease(message, lease);
+            Some(row)
+                if dedupe
+                    && row
+                        .lease
+                        .is_some_and(|lease| lease.held_by_other(now, actor, incarnation)) =>
+            {
+                self.rec.outcome = "lease-held";
+                self.sometimes("inbox-lease-held");
+                self.touch_delivery(job, DeliveryAct::Drop);
+                return Step::Done;
             }
+            // Both arms below take the row's lease: not for a delivery the
+            // attempt's lease turns away.
+            _ if self.attempt_held_elsewhere(job) => return self.drop_attempt_held(job),
+            Some(_) if dedupe => self.set_inbox_lease(message, lease),
             _ => {
-                if self.attempt_held_elsewhere(job) {
-                    return self.drop_attempt_held(job);
-                }
                 // A row is there only under the no-inbox-dedupe mutant.
                 let replaced = self.db.inbox.get(message).and_then(|row| row.lease);
                 self.db.inbox.insert(
