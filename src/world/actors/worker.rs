@@ -164,10 +164,24 @@ pub fn artifact_for(task: TaskId, canonical_input: &str) -> (Sha, u64) {
     (hasher.finalize().into(), size)
 }
 
+/// What a hide call means to do with an artifact it finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::world) enum HideMode {
+    /// A compensation: the written artifact is taken back.
+    TakeBack,
+    /// A fence that read nothing under the token: a tombstone, written only
+    /// while nothing is there, so that a late put cannot show.
+    TombstoneIfAbsent,
+}
+
 /// What came of one store hide call.
 pub(in crate::world) struct HideCall {
     pub answered: bool,
-    pub had_artifact: bool,
+    /// A written artifact was hidden (not a tombstone written).
+    pub hid_artifact: bool,
+    /// The store answered that an artifact is there, and a tombstone-only
+    /// call left it as it is.
+    pub refused: bool,
     /// When to look next.
     pub delay: u64,
 }

@@ -2,7 +2,7 @@
 
 use crate::task::Status;
 use crate::world::World;
-use crate::world::actors::worker::StoreRead;
+use crate::world::actors::worker::{HideMode, StoreRead};
 use crate::world::engine::ids::ActorId;
 use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, WorkKind};
 use crate::world::stores::events::{Command, CommandOutcome};
@@ -233,10 +233,21 @@ impl World {
         if fence.compensating {
             self.plan_compensation(fence);
         }
-        let call = self.hide_call(token, &mut fence.hides);
-        fence.hid_artifact |= call.had_artifact;
+        let mode = if fence.compensating {
+            HideMode::TakeBack
+        } else {
+            HideMode::TombstoneIfAbsent
+        };
+        let call = self.hide_call(token, &mut fence.hides, mode);
+        fence.hid_artifact |= call.hid_artifact;
         fence.hide_answered = call.answered;
-        fence.phase = FencePhase::Check;
+        // The attempt put its artifact since the fence read nothing there:
+        // judged afresh, as a first read judges one.
+        fence.phase = if call.refused {
+            FencePhase::Read
+        } else {
+            FencePhase::Check
+        };
         FenceProgress::Next(call.delay)
     }
 
@@ -285,11 +296,12 @@ impl World {
                 FenceProgress::Next(self.latency())
             }
             // Written since the fence read it absent: the attempt it fences
-            // put its artifact while the fence's hide timed out before it
-            // took. Hidden as it stands, a written artifact would be taken
-            // back with no compensation of its own in the ledger; judged
-            // afresh, as a first read judges one, it is used if good and
-            // kept, or else hidden as a compensation.
+            // put its artifact while the fence's tombstone timed out (before
+            // it took, or refused as it found the artifact there). Hidden as
+            // it stands, a written artifact would be taken back with no
+            // compensation of its own in the ledger; judged afresh, as a
+            // first read judges one, it is used if good and kept, or else
+            // hidden as a compensation.
             Observed::Present { hidden: false, .. } if !fence.compensating => {
                 self.rec.outcome = "written-since-read";
                 fence.phase = FencePhase::Read;

@@ -303,7 +303,7 @@ impl World {
 
     /// Hides the bad artifact (the compensation's store call).
     pub(super) fn worker_compensate(&mut self, job: &mut Job) -> Step {
-        let call = self.hide_call(job.token, &mut job.hides);
+        let call = self.hide_call(job.token, &mut job.hides, HideMode::TakeBack);
         job.hide_answered = call.answered;
         let delay = call.delay;
         if self.mutant == Some(Mutant::UnverifiedCompensation) {
@@ -312,28 +312,43 @@ impl World {
         Step::Next(WorkerPhase::CheckHidden, delay)
     }
 
-    /// One `store.hide` call under `token` (a tombstone if nothing is
-    /// there), counted in `hides`: whether the store answered (a timeout
-    /// leaves the outcome unknown), whether an artifact was there to hide,
-    /// and when to look next (a latency after an answer, the store timeout
-    /// after none).
-    pub(in crate::world) fn hide_call(&mut self, token: Token, hides: &mut u32) -> HideCall {
+    /// One `store.hide` call under `token`, counted in `hides`: whether the
+    /// store answered (a timeout leaves the outcome unknown), whether it
+    /// hid a written artifact or refused to, and when to look next (a
+    /// latency after an answer, the store timeout after none). `mode` says
+    /// what the caller meant: to take back the artifact it found, or to
+    /// leave a tombstone where it found nothing.
+    pub(in crate::world) fn hide_call(
+        &mut self,
+        token: Token,
+        hides: &mut u32,
+        mode: HideMode,
+    ) -> HideCall {
         *hides += 1;
         self.touched.tokens.push(token);
         let had_artifact = matches!(self.store.observe(token), Observed::Present { .. });
+        // A tombstone is a conditional create, as a put is: an artifact
+        // written since the caller read nothing there stays as it is.
+        let refused = mode == HideMode::TombstoneIfAbsent && had_artifact;
         let answered = match self.fault(Site::StoreHide) {
             Some(FaultKind::TimeoutBeforeCommit) => {
                 self.rec.outcome = "timeout";
                 false
             }
             Some(FaultKind::TimeoutAfterCommit) => {
-                self.store.hide(token);
+                if !refused {
+                    self.store.hide(token);
+                }
                 self.rec.outcome = "timeout";
                 false
             }
             _ => {
-                self.store.hide(token);
-                self.rec.outcome = if had_artifact { "hidden" } else { "tombstoned" };
+                self.rec.outcome = if refused {
+                    "exists"
+                } else {
+                    self.store.hide(token);
+                    if had_artifact { "hidden" } else { "tombstoned" }
+                };
                 true
             }
         };
@@ -344,7 +359,8 @@ impl World {
         };
         HideCall {
             answered,
-            had_artifact,
+            hid_artifact: had_artifact && !refused,
+            refused: answered && refused,
             delay,
         }
     }
