@@ -338,6 +338,21 @@ impl World {
             .find(|stored| stored.event.event_id == event.event_id)
             .map(|stored| stored.payload_sha256)
             .or_else(|| {
+                // Event ids are unique across tasks: an id in another task's
+                // own namespace (`task-N:…`) names that task's event.
+                let owner = event
+                    .event_id
+                    .split_once(':')
+                    .and_then(|(prefix, _)| TaskId::parse(prefix))
+                    .filter(|owner| *owner != task)?;
+                self.db
+                    .find_task(owner)?
+                    .events
+                    .iter()
+                    .find(|stored| stored.event.event_id == event.event_id)
+                    .map(|stored| stored.payload_sha256)
+            })
+            .or_else(|| {
                 self.db
                     .foreign_event_ids
                     .get(&event.event_id)
