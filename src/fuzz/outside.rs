@@ -11,7 +11,7 @@ use crate::world::stores::db::{Db, StoredEvent};
 /// holds so the workload stream never depends on it.
 #[derive(Clone, Copy, Debug)]
 pub struct Draws {
-    /// Which of the ten shapes below.
+    /// Which of the eleven shapes below.
     pub shape: u64,
     /// Which task: an index into the task table, one or two past its end
     /// naming a task that does not exist (yet).
@@ -38,7 +38,7 @@ const REASONS: [&str; 8] = [
 ];
 
 /// How many shapes `outside_event` draws among.
-pub const SHAPES: u64 = 10;
+pub const SHAPES: u64 = 11;
 
 /// The request an outside producer sends, given the database as it is now.
 pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
@@ -61,6 +61,15 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
     let stored = (!events.is_empty())
         .then(|| TaskEvent::clone(&events[(draws.field % events.len() as u64) as usize].event));
     let last = events.last().map(|stored| TaskEvent::clone(&stored.event));
+    // An event another task stored: its id is known, to another task.
+    let elsewhere = db
+        .tasks
+        .get(((index + 1 + draws.field) % db.tasks.len().max(1) as u64) as usize)
+        .filter(|other| other.state.task_id != task_id && !other.events.is_empty())
+        .map(|other| {
+            let at = (draws.field % other.events.len() as u64) as usize;
+            other.events[at].event.event_id.clone()
+        });
     let append = |event| RequestKind::AppendEvent { event };
     let deliver = |event| RequestKind::DeliverEvent { event };
     match draws.shape % SHAPES {
@@ -101,7 +110,7 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
             None => cancellation(version + 1),
         }),
         // A fact the state table forbids, at the next sequence.
-        _ => append(match row {
+        9 => append(match row {
             Some(row) => TaskEvent {
                 event_id: format!("outside-{}", draws.serial).into(),
                 task_id,
@@ -110,6 +119,16 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
             },
             None => cancellation(version + 1),
         }),
+        // Another task's event id on this task's next fact: event ids are
+        // unique across tasks, so this is another payload under a known id.
+        10 => append(match elsewhere {
+            Some(event_id) => TaskEvent {
+                event_id,
+                ..cancellation(version + 1)
+            },
+            None => cancellation(version + 1),
+        }),
+        _ => unreachable!("a shape is drawn below SHAPES"),
     }
 }
 
