@@ -48,6 +48,13 @@ impl World {
             self.rec.outcome = "superseded";
             return FenceProgress::Abort("superseded");
         }
+        // The claim's transaction reads the manual-review list too: a task
+        // sent to a human since the scan chose this fence (a conflicting
+        // event) is the human's now, and no automation claims it.
+        if self.db.automation_blocked(fence.task) {
+            self.rec.outcome = "in-manual-review";
+            return FenceProgress::Abort("in-manual-review");
+        }
         // The scan that chose this fence saw the lease run out; the claim
         // reads it again in its own transaction: a worker may have taken a
         // fresh lease on the attempt in between (a redelivery meeting a
