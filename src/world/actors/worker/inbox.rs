@@ -211,6 +211,15 @@ impl World {
 
     /// Copies the poison message to the dead-letter queue.
     pub(super) fn worker_dead_letter(&mut self, job: &mut Job, code: &'static str) -> Step {
+        // Dead-lettering is idempotent by message and code: a worker frozen
+        // past its lease after failing the input may find that the
+        // redelivery's worker met the failed inbox row and put the message
+        // there already (and the operator may have bumped the handler
+        // since, so a second copy would name a version that never ran it).
+        if self.broker.holds_dead_letter(job.delivery.message, code) {
+            self.rec.outcome = "already-dead-lettered";
+            return Step::Next(WorkerPhase::Ack, self.latency());
+        }
         let entry = self.broker.entries.get(job.delivery.entry).cloned();
         let entry = entry.unwrap_or_else(|| crate::world::stores::broker::Entry {
             id: job.delivery.entry,
