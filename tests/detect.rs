@@ -130,7 +130,7 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
 /// How often the 300 seeds reached each situation, refusal and race when
 /// the floor was set (`sim fuzz --seed 1 --runs 300 --steps 10000 --json`
 /// prints the same counts).
-const SITUATION_FLOOR: [(&str, u64); 54] = [
+const SITUATION_FLOOR: [(&str, u64); 53] = [
     ("ack-lost-in-broker-outage", 32),
     ("actor-paused", 153),
     ("altered-event-refetched", 2243),
@@ -157,7 +157,6 @@ const SITUATION_FLOOR: [(&str, u64); 54] = [
     ("event-duplicate-ignored", 26533),
     ("event-id-payload-conflict", 1225),
     ("fence-compensation-planned", 83),
-    ("fence-found-lease-renewed", 2),
     ("hide-took-unanswered", 254),
     ("history-conflict-reported", 9),
     ("idempotency-record-expired", 80246),

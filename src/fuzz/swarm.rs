@@ -34,6 +34,11 @@ const CRASH_RATES: [u32; 3] = [500, 2_000, 8_000];
 /// spike is drawn at every step of an actor, a broker outage at every call
 /// to the broker: a few a run. The store is called far less often.
 const WINDOW_RATES: [u32; 3] = [20, 100, 400];
+/// Pauses are drawn higher: a pause is the fencing test (a holder frozen
+/// past its leases while another takes over), and it needs a long pause of
+/// a worker in the middle of a job, which the window rates above give a
+/// 300-seed campaign about fifteen times in all.
+const PAUSE_RATES: [u32; 4] = [100, 400, 1_500, 4_000];
 const STORE_OUTAGE_RATES: [u32; 3] = [200, 1_000, 4_000];
 
 /// Sites added after the first milestone: drawn after the workload mix,
@@ -50,7 +55,8 @@ fn rates_for(site: Site) -> &'static [u32] {
     match site {
         Site::Crash => &CRASH_RATES,
         Site::StoreOutage => &STORE_OUTAGE_RATES,
-        Site::BrokerOutage | Site::Pause | Site::Latency => &WINDOW_RATES,
+        Site::Pause => &PAUSE_RATES,
+        Site::BrokerOutage | Site::Latency => &WINDOW_RATES,
         Site::StoreHide | Site::SnapshotWrite | Site::CacheEvict => &RARE_SITE_RATES,
         _ => &RATES,
     }
