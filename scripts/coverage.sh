@@ -5,10 +5,17 @@
 # src/task), the lines the campaign executed and every line it did not.
 # A bug on a line never run cannot be caught by any invariant: this is the
 # blind-spot list that mutation testing samples, measured whole.
-# Needs the toolchain's llvm-tools (`rustup component add llvm-tools`).
+# Needs the toolchain's llvm-tools (`rustup component add llvm-tools`) and
+# python3. Runs from the repository whatever the current directory.
 # Usage: scripts/coverage.sh [SEEDS] [STEPS]   (default 300 10000)
 # Prints the summary on stdout; the full listing is in target/coverage/uncovered.txt.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd -P)
+if ! command -v python3 >/dev/null; then
+  echo "coverage.sh: python3 not found; it lists the lines" >&2
+  exit 2
+fi
 seeds=${1:-300}
 steps=${2:-10000}
 bin=$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin
@@ -22,18 +29,20 @@ out=target/coverage
 mkdir -p "$out"
 rm -f "$out"/*.profraw
 # Build scripts run instrumented too: their profiles go with the rest.
-LLVM_PROFILE_FILE="$PWD/$out/build-%p.profraw" \
+LLVM_PROFILE_FILE="$root/$out/build-%p.profraw" \
   RUSTFLAGS="-C instrument-coverage" CARGO_PROFILE_RELEASE_LTO=false \
   CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
   cargo build --release --quiet --target-dir "$out/build"
 sim="$out/build/release/sim"
-LLVM_PROFILE_FILE="$PWD/$out/fuzz-%p.profraw" \
+# A seed that fails still counts its lines; its reproducer goes to $out.
+LLVM_PROFILE_FILE="$root/$out/fuzz-%p.profraw" \
   "$sim" fuzz --seed 1 --runs "$seeds" --steps "$steps" --jobs 1 --no-shrink --quiet \
-  >"$out/fuzz.txt"
+  --out "$out" >"$out/fuzz.txt" ||
+  echo "coverage.sh: the campaign reported failures; see $out/fuzz.txt" >&2
 rm -f "$out"/build-*.profraw
 "$bin/llvm-profdata" merge -sparse "$out"/fuzz-*.profraw -o "$out/fuzz.profdata"
 "$bin/llvm-cov" export -format=lcov "$sim" -instr-profile="$out/fuzz.profdata" >"$out/fuzz.lcov"
-python3 - "$out/fuzz.lcov" "$PWD/src/" "$out/uncovered.txt" <<'EOF'
+python3 - "$out/fuzz.lcov" "$root/src/" "$out/uncovered.txt" <<'EOF'
 """Per-file executed lines of the protocol, and every line not executed."""
 import sys
 lcov, root, listing = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -50,6 +59,8 @@ for line in open(lcov):
     elif line.startswith("DA:") and current:
         number, count = line[3:].strip().split(",")[:2]
         hits[current][int(number)] = hits[current].get(int(number), 0) + int(count)
+if not hits:
+    sys.exit(f"coverage.sh: no line of {root} in the profile: were the sources moved?")
 total = run = 0
 with open(listing, "w") as out:
     for path in sorted(hits):

@@ -169,7 +169,8 @@ pub fn artifact_for(task: TaskId, canonical_input: &str) -> (Sha, u64) {
 pub(in crate::world) enum HideMode {
     /// A compensation: the written artifact is taken back.
     TakeBack,
-    /// A fence that read nothing under the token: a tombstone, written only
+    /// A fence that found nothing under the token (read, or told by the
+    /// ledger where the store cannot be read): a tombstone, written only
     /// while nothing is there, so that a late put cannot show.
     TombstoneIfAbsent,
 }
@@ -177,7 +178,8 @@ pub(in crate::world) enum HideMode {
 /// What came of one store hide call.
 pub(in crate::world) struct HideCall {
     pub answered: bool,
-    /// A written artifact was hidden (not a tombstone written).
+    /// The call found a written artifact and meant to hide it (it may have
+    /// timed out before it took, or found it hidden already).
     pub hid_artifact: bool,
     /// The store answered that an artifact is there, and a tombstone-only
     /// call left it as it is.

@@ -280,11 +280,6 @@ impl Broker {
         id
     }
 
-    /// Whether `message` was dead-lettered for `error_code`.
-    pub fn holds_dead_letter(&self, message: OutboxId, error_code: &'static str) -> bool {
-        self.dead_lettered.contains(&(message, error_code))
-    }
-
     /// Whether a message of `task` is in the dead-letter queue.
     pub fn has_dead_letter_of(&self, task: TaskId) -> bool {
         self.dead_lettered_tasks.contains(&task)

@@ -248,6 +248,12 @@ impl World {
         let call = self.hide_call(token, &mut fence.hides, mode);
         fence.hid_artifact |= call.hid_artifact;
         fence.hide_answered = call.answered;
+        if call.refused && !self.config.store_supports_query {
+            // The store says an artifact is there and cannot be read: the
+            // ledger, all the fence goes by, said none was. Going round
+            // again would ask the same; a human settles it.
+            return self.fence_cannot_confirm(fence);
+        }
         // The attempt put its artifact since the fence read nothing there:
         // judged afresh, as a first read judges one.
         fence.phase = if call.refused {

@@ -216,7 +216,7 @@ impl World {
         // redelivery's worker met the failed inbox row and put the message
         // there already (and the operator may have bumped the handler
         // since, so a second copy would name a version that never ran it).
-        if self.broker.holds_dead_letter(job.delivery.message, code) {
+        if self.broker.has_dead_letter(job.delivery.message, code) {
             self.rec.outcome = "already-dead-lettered";
             return Step::Next(WorkerPhase::Ack, self.latency());
         }
