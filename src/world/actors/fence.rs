@@ -5,6 +5,7 @@
 //! command settles the task. The worker (cancellation) and the reconciler
 //! (expired leases, cancellations whose worker died) share this procedure.
 
+use crate::task::Status;
 use crate::world::engine::ids::TaskId;
 use crate::world::engine::step::Verb;
 use crate::world::stores::db::{EffectKind, Token};
@@ -103,4 +104,15 @@ impl Fence {
             FencePhase::Resolve => Verb::Resolve,
         }
     }
+}
+
+/// Whether an attempt may be fenced (`World::fence_target`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::world) enum FenceTarget {
+    /// The attempt is over (or another runs): nothing to fence.
+    Ended,
+    /// The task waits for a human: no automation takes it.
+    InReview,
+    /// Fence it; the task's status and version as they stand.
+    Due { status: Status, version: i64 },
 }

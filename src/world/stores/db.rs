@@ -478,6 +478,14 @@ pub fn push_sized<T>(list: &mut Vec<T>, first: usize, item: T) {
 }
 
 impl TaskRow {
+    /// The payload hash of the stored event under `event_id`, if any.
+    pub fn payload_of(&self, event_id: &str) -> Option<[u8; 32]> {
+        self.events
+            .iter()
+            .find(|stored| *stored.event.event_id == *event_id)
+            .map(|stored| stored.payload_sha256)
+    }
+
     pub fn effect(&self, token: Token) -> Option<&LedgerRow> {
         self.effects.iter().find(|row| row.token == token)
     }

@@ -2,8 +2,8 @@
 
 use crate::task::Status;
 use crate::world::World;
-use crate::world::actors::worker::{HideMode, StoreRead};
-use crate::world::engine::ids::ActorId;
+use crate::world::actors::worker::{HideMode, StateSeen, StoreRead};
+use crate::world::engine::ids::{ActorId, TaskId};
 use crate::world::stores::db::{EffectKind, EffectState, LedgerRow, WorkKind};
 use crate::world::stores::events::{Command, CommandOutcome};
 use crate::world::stores::store::Observed;
@@ -32,6 +32,26 @@ impl World {
         }
     }
 
+    /// Whether `attempt` of `task` may be fenced: the task still runs (or
+    /// cancels) at that attempt and no human owns it. The scan that
+    /// chooses a fence and the claim that takes it ask this in two
+    /// transactions; one answer keeps them from drifting apart.
+    pub(in crate::world) fn fence_target(&self, task: TaskId, attempt: u32) -> FenceTarget {
+        let state = StateSeen::of(&self.db.task(task).state);
+        let live = matches!(state.status, Status::Running | Status::Cancelling)
+            && state.attempt == i64::from(attempt);
+        if !live {
+            FenceTarget::Ended
+        } else if self.db.automation_blocked(task) {
+            FenceTarget::InReview
+        } else {
+            FenceTarget::Due {
+                status: state.status,
+                version: state.version,
+            }
+        }
+    }
+
     fn fence_claim(
         &mut self,
         actor: ActorId,
@@ -41,20 +61,20 @@ impl World {
         if self.commit_fault() == Some(false) {
             return FenceProgress::Abort("crashed");
         }
-        let state = crate::world::actors::worker::StateSeen::of(&self.db.task(fence.task).state);
-        let live = matches!(state.status, Status::Running | Status::Cancelling)
-            && state.attempt == i64::from(fence.attempt);
-        if !live {
-            self.rec.outcome = "superseded";
-            return FenceProgress::Abort("superseded");
-        }
-        // The claim's transaction reads the manual-review list too: a task
+        // The claim's transaction asks again what the scan asked: a task
         // sent to a human since the scan chose this fence (a conflicting
         // event) is the human's now, and no automation claims it.
-        if self.db.automation_blocked(fence.task) {
-            self.rec.outcome = "in-manual-review";
-            return FenceProgress::Abort("in-manual-review");
-        }
+        let (status, version) = match self.fence_target(fence.task, fence.attempt) {
+            FenceTarget::Ended => {
+                self.rec.outcome = "superseded";
+                return FenceProgress::Abort("superseded");
+            }
+            FenceTarget::InReview => {
+                self.rec.outcome = "in-manual-review";
+                return FenceProgress::Abort("in-manual-review");
+            }
+            FenceTarget::Due { status, version } => (status, version),
+        };
         // The scan that chose this fence saw the lease run out; the claim
         // reads it again in its own transaction: a worker may have taken a
         // fresh lease on the attempt in between (a redelivery meeting a
@@ -67,13 +87,13 @@ impl World {
             return FenceProgress::Abort("lease-held");
         }
         if fence.purpose != FencePurpose::CancelAfterRefusal {
-            fence.purpose = if state.status == Status::Cancelling {
+            fence.purpose = if status == Status::Cancelling {
                 FencePurpose::Cancel
             } else {
                 FencePurpose::Retry
             };
         }
-        fence.version = state.version;
+        fence.version = version;
         fence.used = false;
         fence.reads = 0;
         fence.hides = 0;
@@ -109,7 +129,7 @@ impl World {
             }
         };
         self.rec.outcome = "claimed";
-        self.rec.version = Some(state.version);
+        self.rec.version = Some(version);
         fence.phase = if settled {
             FencePhase::Resolve
         } else {

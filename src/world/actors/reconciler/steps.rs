@@ -3,7 +3,7 @@
 use crate::mutants::Mutant;
 use crate::task::Status;
 use crate::world::World;
-use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose};
+use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose, FenceTarget};
 use crate::world::actors::publisher::PublisherPhase;
 use crate::world::engine::ids::{ActorId, DeadLetterId, OutboxId, TaskId};
 use crate::world::engine::step::Verb;
@@ -125,28 +125,28 @@ impl World {
     fn reconcile_lease(&mut self, task: TaskId) {
         self.begin(ActorId::RECONCILER, Verb::Scan);
         self.rec.task = Some(task);
-        let state = crate::world::actors::worker::StateSeen::of(&self.db.task(task).state);
         let lease = self.db.task(task).lease.expect("indexed leases exist");
         self.rec.attempt = lease.attempt;
-        let live = matches!(state.status, Status::Running | Status::Cancelling)
-            && state.attempt == i64::from(lease.attempt);
-        if !live || self.db.automation_blocked(task) {
-            self.db.set_lease(task, None);
-            self.rec.outcome = if live {
-                "in-manual-review"
-            } else {
-                "stale-lease"
-            };
-        } else {
-            let purpose = if state.status == Status::Cancelling {
-                FencePurpose::Cancel
-            } else {
-                FencePurpose::Retry
-            };
-            self.rec.outcome = "lease-expired";
-            self.sometimes("lease-expired-fenced");
-            self.reconciler.phase =
-                ReconcilerPhase::Fence(Fence::new(task, lease.attempt, purpose));
+        match self.fence_target(task, lease.attempt) {
+            FenceTarget::Ended => {
+                self.db.set_lease(task, None);
+                self.rec.outcome = "stale-lease";
+            }
+            FenceTarget::InReview => {
+                self.db.set_lease(task, None);
+                self.rec.outcome = "in-manual-review";
+            }
+            FenceTarget::Due { status, .. } => {
+                let purpose = if status == Status::Cancelling {
+                    FencePurpose::Cancel
+                } else {
+                    FencePurpose::Retry
+                };
+                self.rec.outcome = "lease-expired";
+                self.sometimes("lease-expired-fenced");
+                self.reconciler.phase =
+                    ReconcilerPhase::Fence(Fence::new(task, lease.attempt, purpose));
+            }
         }
         self.finish();
     }

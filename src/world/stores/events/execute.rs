@@ -333,10 +333,7 @@ impl World {
         let existing = self
             .db
             .task(task)
-            .events
-            .iter()
-            .find(|stored| stored.event.event_id == event.event_id)
-            .map(|stored| stored.payload_sha256)
+            .payload_of(&event.event_id)
             .or_else(|| {
                 // Event ids are unique across tasks: an id in another task's
                 // own namespace (`task-N:…`) names that task's event.
@@ -345,12 +342,7 @@ impl World {
                     .split_once(':')
                     .and_then(|(prefix, _)| TaskId::parse(prefix))
                     .filter(|owner| *owner != task)?;
-                self.db
-                    .find_task(owner)?
-                    .events
-                    .iter()
-                    .find(|stored| stored.event.event_id == event.event_id)
-                    .map(|stored| stored.payload_sha256)
+                self.db.find_task(owner)?.payload_of(&event.event_id)
             })
             .or_else(|| {
                 self.db
