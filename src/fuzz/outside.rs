@@ -62,14 +62,15 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         .then(|| TaskEvent::clone(&events[(draws.field % events.len() as u64) as usize].event));
     let last = events.last().map(|stored| TaskEvent::clone(&stored.event));
     // An event another task stored: its id is known, to another task.
-    let elsewhere = db
-        .tasks
-        .get(((index + 1 + draws.field) % db.tasks.len().max(1) as u64) as usize)
-        .filter(|other| other.state.task_id != task_id && !other.events.is_empty())
-        .map(|other| {
-            let at = (draws.field % other.events.len() as u64) as usize;
-            other.events[at].event.event_id.clone()
-        });
+    let elsewhere = || {
+        db.tasks
+            .get(((index + 1 + draws.field) % db.tasks.len().max(1) as u64) as usize)
+            .filter(|other| other.state.task_id != task_id && !other.events.is_empty())
+            .map(|other| {
+                let at = (draws.field % other.events.len() as u64) as usize;
+                other.events[at].event.event_id.clone()
+            })
+    };
     let append = |event| RequestKind::AppendEvent { event };
     let deliver = |event| RequestKind::DeliverEvent { event };
     match draws.shape % SHAPES {
@@ -121,7 +122,7 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         }),
         // Another task's event id on this task's next fact: event ids are
         // unique across tasks, so this is another payload under a known id.
-        10 => append(match elsewhere {
+        10 => append(match elsewhere() {
             Some(event_id) => TaskEvent {
                 event_id,
                 ..cancellation(version + 1)

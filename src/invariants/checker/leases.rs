@@ -24,10 +24,10 @@ impl World {
         replaced: Option<Lease>,
     ) -> Result<(), Fired> {
         let row = self.db.task(task);
-        let lease = row.lease;
-        if let Some(new) = lease
-            && new.until_ms > self.now + self.config.task_lease_ms
-        {
+        let Some(new) = row.lease else {
+            return Ok(());
+        };
+        if new.until_ms > self.now + self.config.task_lease_ms {
             return Err(Fired {
                 invariant: "lease-bounded",
                 message: format!(
@@ -37,37 +37,32 @@ impl World {
                 entities: vec![task.to_string()],
             });
         }
-        if let Some(new) = lease {
-            let state = &row.state;
-            if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {
-                return Err(Fired {
-                    invariant: "lease-on-live-attempt",
-                    message: format!(
-                        "{} took {task}'s lease on attempt {} at {} ms, where the task is {} on attempt {}",
-                        new.holder,
-                        new.attempt,
-                        self.now,
-                        state.status.as_str(),
-                        state.attempt
-                    ),
-                    entities: vec![task.to_string()],
-                });
-            }
-        }
-        if let Some(fenced) = lease
-            && fenced.holder.kind == ActorKind::Reconciler
-            && self.waits_for_a_human(task)
-        {
+        let state = &row.state;
+        if state.status.is_terminal() || i64::from(new.attempt) != state.attempt {
             return Err(Fired {
-                invariant: "review-stops-automation",
+                invariant: "lease-on-live-attempt",
                 message: format!(
-                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
-                    fenced.attempt, self.now
+                    "{} took {task}'s lease on attempt {} at {} ms, where the task is {} on attempt {}",
+                    new.holder,
+                    new.attempt,
+                    self.now,
+                    state.status.as_str(),
+                    state.attempt
                 ),
                 entities: vec![task.to_string()],
             });
         }
-        let (Some(old), Some(new)) = (replaced, lease) else {
+        if new.holder.kind == ActorKind::Reconciler && self.waits_for_a_human(task) {
+            return Err(Fired {
+                invariant: "review-stops-automation",
+                message: format!(
+                    "a fence claimed {task}'s attempt {} at {} ms while the task waits in manual review for a human",
+                    new.attempt, self.now
+                ),
+                entities: vec![task.to_string()],
+            });
+        }
+        let Some(old) = replaced else {
             return Ok(());
         };
         let same_holder = (old.holder, old.incarnation) == (new.holder, new.incarnation);
