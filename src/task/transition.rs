@@ -142,6 +142,14 @@ impl TaskEvent {
                 ..
             } => *stopped_at_sequence += 1,
         }
+        // A tamper that leaves the payload as it was would test nothing
+        // and report a fault that never happened: a bug in sim, reported
+        // with the seed like any panic.
+        assert!(
+            altered.body != self.body,
+            "a tamper left event {} unchanged",
+            self.event_id
+        );
         altered
     }
 }
