@@ -219,14 +219,30 @@ impl ScriptedFault {
 pub struct FaultRates {
     /// Indexed like `catalogue()`.
     pub ppm: Vec<u32>,
+    /// Pauses aimed at the moment right after chosen steps, if any.
+    pub pause_focus: Option<PauseFocus>,
 }
 
 impl FaultRates {
     pub fn none() -> FaultRates {
         FaultRates {
             ppm: vec![0; catalogue().len()],
+            pause_focus: None,
         }
     }
+}
+
+/// Pauses aimed at a few steps: an actor that has just taken one of the
+/// steps in `after` draws a pause before its next wake at `ppm` (or its
+/// site's rate, if higher). A guard against a stale holder sits in the
+/// window between a read and the write it feeds, one step wide; an
+/// actor's pause lands there at the site's rate only once in thousands
+/// of steps, and a swarm world that aims its pauses there explores the
+/// window thoroughly.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PauseFocus {
+    pub after: Vec<Action>,
+    pub ppm: u32,
 }
 
 /// A fault that fired: what, where, and at which step.
@@ -275,6 +291,10 @@ pub struct Injector {
     /// Per (site, kind) in catalogue order: rate in ppm, flattened per site.
     rates: [[u32; 4]; Site::ALL.len()],
     any_random: bool,
+    pause_focus: Option<PauseFocus>,
+    /// Actors whose last step was one `pause_focus` aims at: their next
+    /// pause draw uses its rate.
+    focused: Vec<ActorId>,
     rng: Prng,
     parameters: Prng,
     /// Occurrences of each site, globally.
@@ -314,8 +334,10 @@ impl Injector {
             armed: vec![false; count],
             first_unfired: 0,
             step_ordered,
-            any_random: table.iter().flatten().any(|ppm| *ppm > 0),
+            any_random: table.iter().flatten().any(|ppm| *ppm > 0) || rates.pause_focus.is_some(),
             rates: table,
+            pause_focus: rates.pause_focus.clone(),
+            focused: Vec::new(),
             rng: Prng::new(seed, crate::prng::Stream::Faults),
             parameters: Prng::new(seed, crate::prng::Stream::FaultParameters),
             site_count: [0; Site::ALL.len()],
@@ -390,9 +412,10 @@ impl Injector {
                 });
             }
         }
+        let focus_ppm = self.focus_ppm(site, actor);
         if chosen.is_none() && self.any_random {
             for (slot, kind) in site.kinds().iter().enumerate() {
-                let ppm = self.rates[site.index()][slot];
+                let ppm = self.rates[site.index()][slot].max(focus_ppm);
                 if ppm > 0 && self.rng.chance(ppm) {
                     chosen = Some(*kind);
                     break;
@@ -410,10 +433,29 @@ impl Injector {
         chosen
     }
 
+    /// The aimed pause rate for this draw: `actor`'s first pause draw since
+    /// it took a step `pause_focus` aims at (the draw clears the mark).
+    fn focus_ppm(&mut self, site: Site, actor: ActorId) -> u32 {
+        if site != Site::Pause || self.focused.is_empty() {
+            return 0;
+        }
+        let Some(at) = self.focused.iter().position(|a| *a == actor) else {
+            return 0;
+        };
+        self.focused.swap_remove(at);
+        self.pause_focus.as_ref().map_or(0, |focus| focus.ppm)
+    }
+
     /// Called after every step with the action that ran and its actor.
     /// Arms `After` placements and returns the actors a scripted or random
     /// crash takes down now.
     pub fn after_step(&mut self, action: Action, actor: ActorId, step: u64) -> Option<ActorId> {
+        if let Some(focus) = &self.pause_focus
+            && focus.after.contains(&action)
+            && !self.focused.contains(&actor)
+        {
+            self.focused.push(actor);
+        }
         if actor.kind.can_crash() {
             // Every step of a crashable actor is a place a crash can land.
             self.site_count[Site::Crash.index()] += 1;
@@ -657,5 +699,37 @@ mod tests {
         let mut unordered = script;
         unordered.swap(0, 2);
         assert!(!Injector::new(unordered, &FaultRates::none(), 1).step_ordered);
+    }
+
+    /// An aimed pause is drawn at the aimed rate once, by the actor that
+    /// took the aimed step, at its next pause draw; other actors, other
+    /// steps and later draws keep the site's own rate (none here).
+    #[test]
+    fn an_aimed_pause_follows_only_the_aimed_step_of_its_actor() {
+        use crate::world::engine::step::Verb;
+        let first = ActorId::new(ActorKind::Worker, 0);
+        let second = ActorId::new(ActorKind::Worker, 1);
+        let verify = Action::new(ActorKind::Worker, Verb::Verify);
+        let put = Action::new(ActorKind::Worker, Verb::Put);
+        let rates = FaultRates {
+            pause_focus: Some(PauseFocus {
+                after: vec![verify],
+                ppm: PPM,
+            }),
+            ..FaultRates::none()
+        };
+        let mut faults = Injector::new(Vec::new(), &rates, 1);
+        assert_eq!(faults.at(Site::Pause, first, 1), None);
+        faults.after_step(put, first, 2);
+        assert_eq!(faults.at(Site::Pause, first, 3), None);
+        faults.after_step(verify, first, 4);
+        assert_eq!(faults.at(Site::Pause, second, 5), None);
+        assert_eq!(faults.at(Site::Latency, first, 5), None);
+        assert_eq!(faults.at(Site::Pause, first, 5), Some(FaultKind::Pause));
+        assert_eq!(faults.at(Site::Pause, first, 6), None);
+        // Off in the drain, like every random fault.
+        faults.after_step(verify, first, 7);
+        faults.enabled = false;
+        assert_eq!(faults.at(Site::Pause, first, 8), None);
     }
 }

@@ -5,9 +5,10 @@
 use std::fmt::Write as _;
 
 use crate::config::Config;
-use crate::faults::{FaultRates, Site, catalogue};
+use crate::faults::{FaultRates, PauseFocus, Site, catalogue};
 use crate::prng::{Prng, Stream};
 use crate::task::Policy;
+use crate::world::engine::step::{Action, STEP_NAMES, Verb};
 
 use super::workload::WorkloadMix;
 
@@ -59,6 +60,36 @@ fn rates_for(site: Site) -> &'static [u32] {
         Site::BrokerOutage | Site::Latency => &WINDOW_RATES,
         Site::StoreHide | Site::SnapshotWrite | Site::CacheEvict => &RARE_SITE_RATES,
         _ => &RATES,
+    }
+}
+
+/// Rates of aimed pauses: an actor that just took an aimed step pauses
+/// before its next one this often.
+const PAUSE_FOCUS_RATES: [u32; 3] = [50_000, 150_000, 400_000];
+
+/// Which steps a world aims its pauses after: two to six of the steps of
+/// the actors that can pause, each followed by a window some guard
+/// closes (the stale holder's, the stale reader's).
+fn draw_pause_focus(rng: &mut Prng) -> PauseFocus {
+    let candidates: Vec<Action> = STEP_NAMES
+        .iter()
+        .copied()
+        .filter(|action| {
+            action.kind.can_crash()
+                && !matches!(action.verb, Verb::Crash | Verb::Restart | Verb::Pause)
+        })
+        .collect();
+    let mut after = Vec::new();
+    for _ in 0..rng.range(2, 6) {
+        let action = candidates[rng.index(candidates.len())];
+        if !after.contains(&action) {
+            after.push(action);
+        }
+    }
+    after.sort();
+    PauseFocus {
+        after,
+        ppm: PAUSE_FOCUS_RATES[rng.index(PAUSE_FOCUS_RATES.len())],
     }
 }
 
@@ -133,6 +164,11 @@ pub fn draw(seed: u64) -> Draw {
     if rng.chance(250_000) {
         mix.malformed = rng.range(1, 3) as u32;
     }
+    // Half the worlds aim pauses at the moment after a few steps. Drawn
+    // after the rest.
+    if rng.chance(500_000) {
+        rates.pause_focus = Some(draw_pause_focus(&mut rng));
+    }
     Draw { config, rates, mix }
 }
 
@@ -178,6 +214,51 @@ impl Draw {
                 on.join(" ")
             }
         );
+        if let Some(focus) = &self.rates.pause_focus {
+            let after: Vec<String> = focus.after.iter().map(Action::to_string).collect();
+            let _ = writeln!(
+                out,
+                "pauses aimed after: {} @{}ppm",
+                after.join(" "),
+                focus.ppm
+            );
+        }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// About half the worlds aim their pauses, each at a few distinct
+    /// steps an actor that can pause takes, and say so in their draw.
+    #[test]
+    fn half_the_worlds_aim_pauses_at_steps_of_actors_that_pause() {
+        let mut aimed = 0;
+        for seed in 1..=400 {
+            let draw = draw(seed);
+            let Some(focus) = &draw.rates.pause_focus else {
+                assert!(!draw.describe().contains("pauses aimed"));
+                continue;
+            };
+            aimed += 1;
+            assert!((1..=6).contains(&focus.after.len()), "seed {seed}");
+            assert!(focus.after.is_sorted() && focus.after.windows(2).all(|w| w[0] != w[1]));
+            for action in &focus.after {
+                assert!(action.kind.can_crash(), "seed {seed}: {action}");
+                assert!(!matches!(
+                    action.verb,
+                    Verb::Crash | Verb::Restart | Verb::Pause
+                ));
+                assert!(STEP_NAMES.contains(action));
+            }
+            assert!(PAUSE_FOCUS_RATES.contains(&focus.ppm));
+            assert!(draw.describe().contains("pauses aimed after: "));
+        }
+        assert!(
+            (140..=260).contains(&aimed),
+            "{aimed} of 400 worlds aim pauses"
+        );
     }
 }
