@@ -98,17 +98,22 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         6 => deliver(cancellation(version + 1)),
         // The latest stored event again (a late duplicate).
         7 => deliver(last.unwrap_or_else(|| cancellation(version + 1))),
-        // A stored fact restated under a new id at the next sequence: only
-        // the store's semantic dedupe (type, attempt, signal) refuses it
-        // where the state table would take it again (a second request
-        // with the same signal while the task is cancelling).
-        8 => append(match stored {
-            Some(event) => TaskEvent {
-                event_id: format!("outside-{}", draws.serial).into(),
-                sequence: version + 1,
-                ..event
+        // A stored fact restated under a new id at the next sequence: a
+        // cancelling task's request to cancel when one is drawn, else any
+        // stored fact. Two guards refuse it: the state table (no status
+        // takes the same type, attempt and signal twice: attempts only
+        // grow, and a request to cancel leaves nothing that takes another)
+        // and, behind it, the store's semantic dedupe.
+        8 => append(match restated_cancellation(db, draws) {
+            Some(event) => event,
+            None => match stored {
+                Some(event) => TaskEvent {
+                    event_id: format!("outside-{}", draws.serial).into(),
+                    sequence: version + 1,
+                    ..event
+                },
+                None => cancellation(version + 1),
             },
-            None => cancellation(version + 1),
         }),
         // A fact the state table forbids, at the next sequence.
         9 => append(match row {
@@ -131,6 +136,37 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         }),
         _ => unreachable!("a shape is drawn below SHAPES"),
     }
+}
+
+/// A leased task that is cancelling, drawn by `field`, and its request to
+/// cancel restated under a new id at its next sequence: the restatement
+/// nearest to being taken (the task still runs). Cancelling is a window of
+/// a few steps: a task drawn from the whole table is almost never in it, a
+/// task holding a lease often is. The lease index holds the tasks running
+/// now, so the look costs what is in flight.
+fn restated_cancellation(db: &Db, draws: Draws) -> Option<TaskEvent> {
+    let leased = db.lease_index.len();
+    if leased == 0 {
+        return None;
+    }
+    let (_, task) = db
+        .lease_index
+        .iter()
+        .nth((draws.field % leased as u64) as usize)?;
+    let row = db.task(*task);
+    if row.state.status != Status::Cancelling {
+        return None;
+    }
+    let request = row
+        .events
+        .iter()
+        .rev()
+        .find(|stored| matches!(stored.event.body, EventBody::CancellationRequested { .. }))?;
+    Some(TaskEvent {
+        event_id: format!("outside-{}", draws.serial).into(),
+        sequence: row.state.version + 1,
+        ..TaskEvent::clone(&request.event)
+    })
 }
 
 /// A body lesson 003's state table refuses on a task in `state`, whatever
