@@ -1603,6 +1603,38 @@ fn fires_review_stops_automation() {
 }
 
 #[test]
+fn fires_running_task_leased() {
+    let mut world = stepped_until(&happy_path_with(""), task_running);
+    let looked_at = || Touched {
+        tasks: vec![TASK],
+        ..Touched::default()
+    };
+    // A running task with its lease, even one run out: the reconciler
+    // finds it.
+    let lease = world.db.task(TASK).lease.expect("a running task's lease");
+    world.db.set_lease(
+        TASK,
+        Some(Lease {
+            until_ms: 0,
+            ..lease
+        }),
+    );
+    clean(&mut world.clone(), looked_at());
+    // Its lease dropped while it runs: nobody would fence it.
+    world.db.set_lease(TASK, None);
+    fires(&mut world.clone(), looked_at(), "running-task-leased");
+    // Dropped because a human owns the task: automation leaves it alone.
+    let now = world.now;
+    world.db.review(
+        Some(TASK),
+        ReviewReason::EventIdPayloadConflict,
+        "task-1:TaskStarted:1".to_string(),
+        now,
+    );
+    clean(&mut world, looked_at());
+}
+
+#[test]
 fn fires_lease_on_live_attempt() {
     let mut world = stepped_until(&happy_path_with(""), task_running);
     let lease = world.db.task(TASK).lease.expect("a running task's lease");

@@ -201,6 +201,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a task in manual review because its effect cannot be confirmed or its history conflicts is left to the human: no fence claims its attempt",
     },
     Invariant {
+        id: "running-task-leased",
+        statement: "a running or cancelling task holds a lease (live or run out), by which the reconciler finds it when its holder is gone, unless it waits in manual review for a human",
+    },
+    Invariant {
         id: "replay-follows-its-reference",
         statement: "an operator's dead-letter replay takes the letter its reference names (that id, the first letter of that message, the first work letter of that task), and answers DEAD_LETTER_NOT_FOUND only when no letter matches",
     },

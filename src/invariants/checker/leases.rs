@@ -2,7 +2,8 @@
 //! processing lease: `lease-never-taken-live` (a lease passes to another
 //! holder only once it ran out), `lease-bounded` (no longer than its term
 //! from the step that wrote it), and for a task's lease
-//! `lease-on-live-attempt` and `review-stops-automation`.
+//! `lease-on-live-attempt`, `review-stops-automation` and
+//! `running-task-leased`.
 
 use crate::world::World;
 use crate::world::engine::ids::{ActorKind, OutboxId, TaskId};
@@ -74,6 +75,34 @@ impl World {
             message: format!(
                 "{task}'s lease on attempt {} held by {} until {} ms went to {} (attempt {}) at {} ms",
                 old.attempt, old.holder, old.until_ms, new.holder, new.attempt, self.now
+            ),
+            entities: vec![task.to_string()],
+        })
+    }
+
+    /// running-task-leased: a task that runs (or cancels) holds a lease,
+    /// live or run out. The lease index is how the reconciler finds an
+    /// attempt whose worker is gone; a running task without a lease is
+    /// one nobody would ever fence, and it waits for a redelivery that may
+    /// never come. Only a task a human owns is let go of (the scan drops
+    /// its lease: automation leaves it alone).
+    pub(super) fn check_running_leased(&mut self, task: TaskId) -> Result<(), Fired> {
+        let row = self.db.task(task);
+        let running = matches!(
+            row.state.status,
+            crate::task::Status::Running | crate::task::Status::Cancelling
+        );
+        if !running || row.lease.is_some() || self.waits_for_a_human(task) {
+            return Ok(());
+        }
+        let row = self.db.task(task);
+        Err(Fired {
+            invariant: "running-task-leased",
+            message: format!(
+                "{task} is {} on attempt {} at {} ms with no lease and no review that stops automation",
+                row.state.status.as_str(),
+                row.state.attempt,
+                self.now
             ),
             entities: vec![task.to_string()],
         })

@@ -125,6 +125,7 @@ impl World {
     fn reconcile_lease(&mut self, task: TaskId) {
         self.begin(ActorId::RECONCILER, Verb::Scan);
         self.rec.task = Some(task);
+        self.touched.tasks.push(task);
         let lease = self.db.task(task).lease.expect("indexed leases exist");
         self.rec.attempt = lease.attempt;
         match self.fence_target(task, lease.attempt) {
