@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 55] = [
+pub const SITUATIONS: [&str; 56] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
@@ -97,6 +97,7 @@ pub const SITUATIONS: [&str; 55] = [
     "store-outage-outlasts-calls",
     "store-read-failed-in-outage",
     "store-write-failed-in-outage",
+    "task-compacted",
     "unknown-effect-verified",
     "unstored-event-refused",
     "worker-paused-mid-job",

@@ -130,7 +130,7 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
 /// How often the 300 seeds reached each situation, refusal and race when
 /// the floor was set (`sim fuzz --seed 1 --runs 300 --steps 10000 --json`
 /// prints the same counts).
-const SITUATION_FLOOR: [(&str, u64); 53] = [
+const SITUATION_FLOOR: [(&str, u64); 54] = [
     ("ack-lost-in-broker-outage", 32),
     ("actor-paused", 153),
     ("altered-event-refetched", 2243),
@@ -181,6 +181,7 @@ const SITUATION_FLOOR: [(&str, u64); 53] = [
     ("store-outage-outlasts-calls", 32),
     ("store-read-failed-in-outage", 593),
     ("store-write-failed-in-outage", 185),
+    ("task-compacted", 95677),
     ("unknown-effect-verified", 934),
     ("unstored-event-refused", 4453),
     ("worker-paused-mid-job", 30),

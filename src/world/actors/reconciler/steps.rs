@@ -461,10 +461,11 @@ impl World {
         if self.invariants_on {
             self.checker.note_compaction(&self.db, &self.store, task);
         }
-        let row = self.db.task_mut(task);
-        if row.compacted {
+        if self.db.task(task).compacted {
             return true;
         }
+        self.sometimes("task-compacted");
+        let row = self.db.task_mut(task);
         row.compacted = true;
         row.events = Vec::new();
         row.snapshots = Vec::new();
