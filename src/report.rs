@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 56] = [
+pub const SITUATIONS: [&str; 57] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
@@ -89,6 +89,7 @@ pub const SITUATIONS: [&str; 56] = [
     "retention-kept-unfinished",
     "sequence-gap-refetched",
     "snapshot-rejected",
+    "snapshot-replay-mismatch",
     "snapshot-used",
     "stale-message-superseded",
     "step-slowed-by-spike",

@@ -407,6 +407,7 @@ impl World {
 /// over a run every field the state hash must cover is damaged somewhere:
 /// the attempt, the status, or the holder's name.
 fn damage(state: &mut crate::task::TaskState) {
+    let before = state.clone();
     match state.version % 3 {
         0 => state.attempt += 1,
         1 => {
@@ -421,4 +422,11 @@ fn damage(state: &mut crate::task::TaskState) {
             state.worker_id = Some(format!("{named}~").into());
         }
     }
+    // A corrupt write that damages nothing would report a fault that
+    // never happened: a bug in sim, reported with the seed.
+    assert!(
+        *state != before,
+        "a corrupted snapshot of {} left it unchanged",
+        state.task_id
+    );
 }
