@@ -446,6 +446,12 @@ impl Injector {
         self.pause_focus.as_ref().map_or(0, |focus| focus.ppm)
     }
 
+    /// Drops `actor`'s mark of an aimed step: it crashed, and its next
+    /// incarnation's first wake is not the moment after that step.
+    pub fn forget_aim(&mut self, actor: ActorId) {
+        self.focused.retain(|marked| *marked != actor);
+    }
+
     /// Called after every step with the action that ran and its actor.
     /// Arms `After` placements and returns the actors a scripted or random
     /// crash takes down now.
@@ -727,6 +733,10 @@ mod tests {
         assert_eq!(faults.at(Site::Latency, first, 5), None);
         assert_eq!(faults.at(Site::Pause, first, 5), Some(FaultKind::Pause));
         assert_eq!(faults.at(Site::Pause, first, 6), None);
+        // Not owed across a crash: the next incarnation starts afresh.
+        faults.after_step(verify, first, 7);
+        faults.forget_aim(first);
+        assert_eq!(faults.at(Site::Pause, first, 8), None);
         // Off in the drain, like every random fault.
         faults.after_step(verify, first, 7);
         faults.enabled = false;

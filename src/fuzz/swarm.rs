@@ -67,7 +67,7 @@ fn rates_for(site: Site) -> &'static [u32] {
 /// before its next one this often.
 const PAUSE_FOCUS_RATES: [u32; 3] = [50_000, 150_000, 400_000];
 
-/// Which steps a world aims its pauses after: two to six of the steps of
+/// Which steps a world aims its pauses after: up to six of the steps of
 /// the actors that can pause, each followed by a window some guard
 /// closes (the stale holder's, the stale reader's).
 fn draw_pause_focus(rng: &mut Prng) -> PauseFocus {

@@ -789,6 +789,8 @@ impl World {
             life.paused_until = 0;
             life.slow_until = 0;
         }
+        // And an aimed pause still owed for the step it crashed after.
+        self.faults.forget_aim(actor);
         let index = actor.index as usize;
         match actor.kind {
             // A client's pending requests die with its incarnation.

@@ -5,6 +5,7 @@
 //! `lease-on-live-attempt`, `review-stops-automation` and
 //! `running-task-leased`.
 
+use crate::task::Status;
 use crate::world::World;
 use crate::world::engine::ids::{ActorKind, OutboxId, TaskId};
 use crate::world::stores::db::{InboxLease, Lease};
@@ -88,20 +89,16 @@ impl World {
     /// its lease: automation leaves it alone).
     pub(super) fn check_running_leased(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
-        let running = matches!(
-            row.state.status,
-            crate::task::Status::Running | crate::task::Status::Cancelling
-        );
+        let (status, attempt) = (row.state.status, row.state.attempt);
+        let running = matches!(status, Status::Running | Status::Cancelling);
         if !running || row.lease.is_some() || self.waits_for_a_human(task) {
             return Ok(());
         }
-        let row = self.db.task(task);
         Err(Fired {
             invariant: "running-task-leased",
             message: format!(
-                "{task} is {} on attempt {} at {} ms with no lease and no review that stops automation",
-                row.state.status.as_str(),
-                row.state.attempt,
+                "{task} is {} on attempt {attempt} at {} ms with no lease and no review that stops automation",
+                status.as_str(),
                 self.now
             ),
             entities: vec![task.to_string()],
