@@ -1605,24 +1605,19 @@ fn fires_review_stops_automation() {
 #[test]
 fn fires_running_task_leased() {
     let mut world = stepped_until(&happy_path_with(""), task_running);
-    let looked_at = || Touched {
-        tasks: vec![TASK],
+    let lease = world.db.task(TASK).lease.expect("a running task's lease");
+    let dropped = || Touched {
+        leases: vec![(TASK, Some(lease))],
         ..Touched::default()
     };
-    // A running task with its lease, even one run out: the reconciler
-    // finds it.
-    let lease = world.db.task(TASK).lease.expect("a running task's lease");
-    world.db.set_lease(
-        TASK,
-        Some(Lease {
-            until_ms: 0,
-            ..lease
-        }),
-    );
-    clean(&mut world.clone(), looked_at());
-    // Its lease dropped while it runs: nobody would fence it.
+    // The lease of a task that stopped running goes with it.
+    let mut ended = world.clone();
+    ended.db.task_mut(TASK).state.status = Status::Completed;
+    ended.db.set_lease(TASK, None);
+    clean(&mut ended, dropped());
+    // Dropped while the task runs: nobody would fence it.
     world.db.set_lease(TASK, None);
-    fires(&mut world.clone(), looked_at(), "running-task-leased");
+    fires(&mut world.clone(), dropped(), "running-task-leased");
     // Dropped because a human owns the task: automation leaves it alone.
     let now = world.now;
     world.db.review(
@@ -1631,7 +1626,7 @@ fn fires_running_task_leased() {
         "task-1:TaskStarted:1".to_string(),
         now,
     );
-    clean(&mut world, looked_at());
+    clean(&mut world, dropped());
 }
 
 #[test]

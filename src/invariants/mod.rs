@@ -202,7 +202,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "running-task-leased",
-        statement: "a running or cancelling task holds a lease (live or run out), by which the reconciler finds it when its holder is gone, unless it waits in manual review for a human",
+        statement: "a task's lease is dropped only once the task stops running or cancelling, or when it waits in manual review for a human: the lease (live or run out) is how the reconciler finds an attempt whose holder is gone",
     },
     Invariant {
         id: "replay-follows-its-reference",

@@ -105,7 +105,6 @@ impl World {
         check_each!(tasks, |task| self.check_mismatch_ends_task(task));
         check_each!(tasks, |task| self.check_artifacts(task));
         check_each!(tasks, |task| self.check_budgets(task));
-        check_each!(tasks, |task| self.check_running_leased(task));
         check_each!(cache, |task| self.check_cache(task));
         check_each!(fills, |(task, found)| self.check_fill(task, found));
         // A task listed again is counted again but judged once: nothing

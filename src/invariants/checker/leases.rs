@@ -27,7 +27,7 @@ impl World {
     ) -> Result<(), Fired> {
         let row = self.db.task(task);
         let Some(new) = row.lease else {
-            return Ok(());
+            return self.check_running_leased(task);
         };
         if new.until_ms > self.now + self.config.task_lease_ms {
             return Err(Fired {
@@ -81,12 +81,12 @@ impl World {
         })
     }
 
-    /// running-task-leased: a task that runs (or cancels) holds a lease,
-    /// live or run out. The lease index is how the reconciler finds an
-    /// attempt whose worker is gone; a running task without a lease is
-    /// one nobody would ever fence, and it waits for a redelivery that may
-    /// never come. Only a task a human owns is let go of (the scan drops
-    /// its lease: automation leaves it alone).
+    /// running-task-leased: a lease is dropped only once its task stops
+    /// running (or cancelling), or for a task a human owns. The lease
+    /// index is how the reconciler finds an attempt whose worker is gone;
+    /// a running task whose lease was dropped is one nobody would ever
+    /// fence, waiting for a redelivery that may never come. (A task an
+    /// outside producer started never had a lease of ours: not judged.)
     pub(super) fn check_running_leased(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
         let (status, attempt) = (row.state.status, row.state.attempt);

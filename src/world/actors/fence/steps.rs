@@ -447,7 +447,7 @@ impl World {
                 if self.db.task(fence.task).state.status == Status::Queued
                     || self.db.task(fence.task).state.status.is_terminal()
                 {
-                    self.db.set_lease(fence.task, None);
+                    self.drop_lease(fence.task);
                 }
                 if fence.hid_artifact {
                     self.sometimes("compensation");

@@ -125,16 +125,15 @@ impl World {
     fn reconcile_lease(&mut self, task: TaskId) {
         self.begin(ActorId::RECONCILER, Verb::Scan);
         self.rec.task = Some(task);
-        self.touched.tasks.push(task);
         let lease = self.db.task(task).lease.expect("indexed leases exist");
         self.rec.attempt = lease.attempt;
         match self.fence_target(task, lease.attempt) {
             FenceTarget::Ended => {
-                self.db.set_lease(task, None);
+                self.drop_lease(task);
                 self.rec.outcome = "stale-lease";
             }
             FenceTarget::InReview => {
-                self.db.set_lease(task, None);
+                self.drop_lease(task);
                 self.rec.outcome = "in-manual-review";
             }
             FenceTarget::Due { status, .. } => {

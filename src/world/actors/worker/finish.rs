@@ -43,7 +43,7 @@ impl World {
                     code: "ARTIFACT_HASH_MISMATCH",
                 });
                 self.finalize_inbox(job, InboxState::Failed);
-                self.db.set_lease(job.task, None);
+                self.drop_lease(job.task);
                 Step::Next(WorkerPhase::Ack, self.latency())
             }
             _ => Step::Next(WorkerPhase::Reload, self.latency()),
@@ -193,7 +193,7 @@ impl World {
                     code,
                 });
                 self.finalize_inbox(job, InboxState::Failed);
-                self.db.set_lease(job.task, None);
+                self.drop_lease(job.task);
                 Step::Next(WorkerPhase::DeadLetter(code), self.latency())
             }
             _ => Step::Next(WorkerPhase::Reload, self.latency()),

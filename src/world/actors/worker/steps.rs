@@ -266,6 +266,14 @@ impl World {
         self.db.set_lease(task, Some(lease));
     }
 
+    /// Drops `task`'s lease (its attempt ended, or a human owns it now),
+    /// listing the lease it replaced for the lease checks.
+    pub(in crate::world) fn drop_lease(&mut self, task: TaskId) {
+        let replaced = self.db.task(task).lease;
+        self.touched.leases.push((task, replaced));
+        self.db.set_lease(task, None);
+    }
+
     /// Let the delivery go: the lease moved on or a fence claimed the effect.
     pub(super) fn let_go(&mut self, job: &Job, why: &'static str) -> Step {
         self.rec.outcome = why;

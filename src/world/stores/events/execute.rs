@@ -257,7 +257,7 @@ impl World {
             }
             let lease = self.db.task(task).lease;
             if lease.is_some() {
-                self.db.set_lease(task, None);
+                self.drop_lease(task);
             }
         }
         self.touched.tasks.push(task);
