@@ -81,17 +81,18 @@ impl World {
         })
     }
 
-    /// running-task-leased: a lease is dropped only once its task stops
-    /// running (or cancelling), or for a task a human owns. The lease
-    /// index is how the reconciler finds an attempt whose worker is gone;
-    /// a running task whose lease was dropped is one nobody would ever
-    /// fence, waiting for a redelivery that may never come. (A task an
-    /// outside producer started never had a lease of ours: not judged.)
-    pub(super) fn check_running_leased(&mut self, task: TaskId) -> Result<(), Fired> {
-        let row = self.db.task(task);
-        let (status, attempt) = (row.state.status, row.state.attempt);
+    /// running-task-leased, for a lease just dropped: a lease goes only
+    /// once its task stops running (or cancelling), or when a human owns
+    /// the task. The lease index is how the reconciler finds an attempt
+    /// whose worker is gone; a running task whose lease was dropped is one
+    /// nobody would ever fence, waiting for a redelivery that may never
+    /// come. (A task an outside producer started never had a lease of
+    /// ours: not judged.)
+    fn check_running_leased(&mut self, task: TaskId) -> Result<(), Fired> {
+        let state = &self.db.task(task).state;
+        let (status, attempt) = (state.status, state.attempt);
         let running = matches!(status, Status::Running | Status::Cancelling);
-        if !running || row.lease.is_some() || self.waits_for_a_human(task) {
+        if !running || self.waits_for_a_human(task) {
             return Ok(());
         }
         Err(Fired {
