@@ -25,6 +25,18 @@ pub enum FencePurpose {
     CancelAfterRefusal,
 }
 
+impl FencePurpose {
+    /// Why a fence takes an attempt whose task is `status`: a cancelling
+    /// task is cancelled, a running one retried.
+    pub fn for_status(status: Status) -> FencePurpose {
+        if status == Status::Cancelling {
+            FencePurpose::Cancel
+        } else {
+            FencePurpose::Retry
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FencePhase {
     Claim,

@@ -87,11 +87,7 @@ impl World {
             return FenceProgress::Abort("lease-held");
         }
         if fence.purpose != FencePurpose::CancelAfterRefusal {
-            fence.purpose = if status == Status::Cancelling {
-                FencePurpose::Cancel
-            } else {
-                FencePurpose::Retry
-            };
+            fence.purpose = FencePurpose::for_status(status);
         }
         fence.version = version;
         fence.used = false;

@@ -1,7 +1,6 @@
 //! The reconciler's steps: expired leases, unknown effects, dead-lettered messages, retention and compaction.
 
 use crate::mutants::Mutant;
-use crate::task::Status;
 use crate::world::World;
 use crate::world::actors::fence::{Fence, FenceProgress, FencePurpose, FenceTarget};
 use crate::world::actors::publisher::PublisherPhase;
@@ -137,11 +136,7 @@ impl World {
                 self.rec.outcome = "in-manual-review";
             }
             FenceTarget::Due { status, .. } => {
-                let purpose = if status == Status::Cancelling {
-                    FencePurpose::Cancel
-                } else {
-                    FencePurpose::Retry
-                };
+                let purpose = FencePurpose::for_status(status);
                 self.rec.outcome = "lease-expired";
                 self.sometimes("lease-expired-fenced");
                 self.reconciler.phase =
