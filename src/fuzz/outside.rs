@@ -107,11 +107,7 @@ pub fn outside_event(draws: Draws, db: &Db) -> RequestKind {
         8 => append(match restated_cancellation(db, draws) {
             Some(event) => event,
             None => match stored {
-                Some(event) => TaskEvent {
-                    event_id: format!("outside-{}", draws.serial).into(),
-                    sequence: version + 1,
-                    ..event
-                },
+                Some(event) => restated(event, draws, version + 1),
                 None => cancellation(version + 1),
             },
         }),
@@ -162,11 +158,20 @@ fn restated_cancellation(db: &Db, draws: Draws) -> Option<TaskEvent> {
         .iter()
         .rev()
         .find(|stored| matches!(stored.event.body, EventBody::CancellationRequested { .. }))?;
-    Some(TaskEvent {
+    Some(restated(
+        TaskEvent::clone(&request.event),
+        draws,
+        row.state.version + 1,
+    ))
+}
+
+/// `event` restated by an outside producer: a new id, at `sequence`.
+fn restated(event: TaskEvent, draws: Draws, sequence: i64) -> TaskEvent {
+    TaskEvent {
         event_id: format!("outside-{}", draws.serial).into(),
-        sequence: row.state.version + 1,
-        ..TaskEvent::clone(&request.event)
-    })
+        sequence,
+        ..event
+    }
 }
 
 /// A body lesson 003's state table refuses on a task in `state`, whatever
