@@ -2468,15 +2468,35 @@ fn fires_compaction_keeps_objects() {
     assert!(world.compact_task(TASK), "the settled task is compacted");
     assert!(world.db.task(TASK).compacted);
     clean(&mut world, Touched::default());
-    // Noted as a compaction notes it, then the object comes back hidden:
-    // what the store answers changed.
-    let mut world = happy();
-    let World {
-        checker, db, store, ..
-    } = &mut world;
-    checker.note_compaction(db, store, TASK);
+    // Noted as a compaction notes it, then the object comes back hidden
+    // (and stays live: nothing was archived).
+    let noted = || {
+        let mut world = happy();
+        let World {
+            checker, db, store, ..
+        } = &mut world;
+        checker.note_compaction(db, store, TASK);
+        world
+    };
+    let mut world = noted();
     the_artifact(&mut world).hidden = true;
     fires(&mut world, Touched::default(), "compaction-keeps-objects");
+    // Unchanged, but left among the live objects: the archive holds no
+    // copy to answer for it.
+    let mut world = noted();
+    let violation = world
+        .check_as_touched(Touched::default())
+        .expect("a live object of a compacted task");
+    assert_eq!(violation.invariant, "compaction-keeps-objects");
+    assert!(violation.message.contains("still among the live ones"));
+    // Dropped instead of archived: the store now answers absent.
+    let mut world = noted();
+    assert!(world.store.remove(artifact_token()).is_some());
+    let violation = world
+        .check_as_touched(Touched::default())
+        .expect("a compacted artifact lost");
+    assert_eq!(violation.invariant, "compaction-keeps-objects");
+    assert!(violation.message.contains("now answers Absent"));
 }
 
 #[test]

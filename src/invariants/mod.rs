@@ -138,7 +138,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "compaction-keeps-objects",
-        statement: "compacting a task changes nothing the artifact store answers for any of its effects' tokens (the same version and visibility, a tombstone, or absent)",
+        statement: "compacting a task moves its objects from the live store to the archive and changes nothing the artifact store answers for any of its effects' tokens (the same version and visibility, a tombstone, or absent)",
     },
     Invariant {
         id: "semantic-key-unique",

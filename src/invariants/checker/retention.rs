@@ -69,9 +69,21 @@ impl super::Checker {
 impl crate::world::World {
     /// `compaction-keeps-objects`: compacting a task changes nothing the
     /// store answers for its tokens (present with the same version and
-    /// visibility, a tombstone, or absent).
+    /// visibility, a tombstone, or absent), and the answer comes from the
+    /// archive: an object left among the live ones would answer for a
+    /// lost or empty archived copy (and keep its memory for the run).
     pub(super) fn check_compacted_objects(&mut self) -> Result<(), Fired> {
         while let Some((task, token, before)) = self.checker.compacted_objects.pop() {
+            if self.store.get(token).is_some() {
+                self.checker.compacted_objects.clear();
+                return Err(Fired {
+                    invariant: "compaction-keeps-objects",
+                    message: format!(
+                        "{task} was compacted and its object under {token} is still among the live ones, not archived"
+                    ),
+                    entities: vec![task.to_string(), token.to_string()],
+                });
+            }
             let after = self.store.observe(token);
             if after != before {
                 self.checker.compacted_objects.clear();
