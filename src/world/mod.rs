@@ -660,10 +660,6 @@ impl World {
         &mut self.rec
     }
 
-    pub fn outcome(&mut self, outcome: &'static str) {
-        self.rec.outcome = outcome;
-    }
-
     /// Asks the injector whether a fault fires at this site now; a fired
     /// fault is marked on the step's record.
     pub fn fault(&mut self, site: Site) -> Option<FaultKind> {
