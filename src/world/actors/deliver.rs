@@ -133,6 +133,7 @@ impl World {
             Some(FaultKind::Duplicate) => copy = Some(delivery.clone()),
             _ => {}
         }
+        self.assert_in_network_time(arrival);
         match consumer.kind {
             ActorKind::Worker => {
                 let index = consumer.index as usize;
