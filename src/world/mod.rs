@@ -792,9 +792,18 @@ impl World {
             // A client's pending requests die with its incarnation.
             ActorKind::Client => {}
             ActorKind::Api => {
-                for call in self.calls.remove_where(|call| call.api == index as u16) {
+                let api = index as u16;
+                for call in self.calls.remove_where(|call| call.api == api) {
                     self.end_call(&call);
                 }
+                // The crash took exactly this API's calls: one left behind
+                // would run on at its wake as if nothing had crashed, a
+                // sim bug no protocol check can see (reported with the
+                // seed like any panic).
+                assert!(
+                    self.calls.values().all(|call| call.api != api),
+                    "{actor} crashed and a call in flight at it survived"
+                );
             }
             ActorKind::Publisher => self.publishers[index].wipe(),
             ActorKind::Worker => {
