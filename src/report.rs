@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 57] = [
+pub const SITUATIONS: [&str; 58] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
@@ -92,6 +92,7 @@ pub const SITUATIONS: [&str; 57] = [
     "snapshot-replay-mismatch",
     "snapshot-used",
     "stale-message-superseded",
+    "status-read-from-cache",
     "step-slowed-by-spike",
     "store-cannot-confirm",
     "store-outage",

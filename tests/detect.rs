@@ -130,7 +130,7 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
 /// How often the 300 seeds reached each situation, refusal and race when
 /// the floor was set (`sim fuzz --seed 1 --runs 300 --steps 10000 --json`
 /// prints the same counts).
-const SITUATION_FLOOR: [(&str, u64); 55] = [
+const SITUATION_FLOOR: [(&str, u64); 56] = [
     ("ack-lost-in-broker-outage", 32),
     ("actor-paused", 153),
     ("altered-event-refetched", 2243),
@@ -176,6 +176,7 @@ const SITUATION_FLOOR: [(&str, u64); 55] = [
     ("snapshot-replay-mismatch", 566),
     ("snapshot-used", 8985),
     ("stale-message-superseded", 24409),
+    ("status-read-from-cache", 10214),
     ("step-slowed-by-spike", 1671),
     ("store-cannot-confirm", 188),
     ("store-outage", 60),

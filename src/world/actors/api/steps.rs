@@ -484,6 +484,7 @@ impl World {
         match self.cache.get(task) {
             Some(crate::world::stores::cache::CacheEntry::View { status, version }) => {
                 self.rec.outcome = "hit";
+                self.sometimes("status-read-from-cache");
                 self.rec.version = Some(version);
                 Some(ApiPhase::Respond(Response::Status(Some((
                     task, status, version,
