@@ -16,6 +16,7 @@ mod budgets;
 mod checks;
 mod converges;
 mod leases;
+mod ledger;
 mod lifecycle;
 mod mismatch;
 mod retention;
@@ -36,6 +37,13 @@ struct TaskMirror {
     /// fold of the events seen so far (true transition, no mutant). Its
     /// last entry is the replay the state row must equal.
     history: Vec<TaskState>,
+    /// The ledger rows of the task the checker saw settled, with the
+    /// outcome it saw last (`effect-outcome-final`); empty, and no
+    /// allocation, until the first outcome.
+    settled: Vec<(
+        crate::world::stores::db::Token,
+        crate::world::stores::db::EffectState,
+    )>,
 }
 
 impl TaskMirror {
@@ -505,7 +513,11 @@ fn mirror_in<'a>(tasks: &'a mut Vec<Mirror>, db: &Db, task: TaskId) -> &'a mut M
         // queued tasks is most of an overloaded run); room for the two
         // states most tasks go through is made at their first event.
         let history = vec![initial_state(db.task(id).state.task_id.clone())];
-        tasks.push(Mirror::Live(TaskMirror { synced: 0, history }));
+        tasks.push(Mirror::Live(TaskMirror {
+            synced: 0,
+            history,
+            settled: Vec::new(),
+        }));
     }
     &mut tasks[task.slot()]
 }

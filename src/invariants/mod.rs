@@ -133,6 +133,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "once a task is terminal, every written artifact of it that was hidden has its compensation's own ledger row (the artifact's token with the compensation kind), whoever hid it: a corrupt artifact, or a verified one under cancel-wins; and an artifact's ledger row says compensated only where the store holds it written and hidden",
     },
     Invariant {
+        id: "effect-outcome-final",
+        statement: "an effect's ledger row, once settled (verified, compensation_required, compensated, failed), never reopens nor takes another outcome: only a verified artifact hidden under cancel-wins, a required compensation done or failed, or an artifact found after its row failed and then hidden, becomes compensated (or failed)",
+    },
+    Invariant {
         id: "retained-until-settled",
         statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
     },

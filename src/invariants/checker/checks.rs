@@ -104,6 +104,7 @@ impl World {
             .check_dead_letter_review_earned(id));
         check_each!(tasks, |task| self.check_mismatch_ends_task(task));
         check_each!(tasks, |task| self.check_artifacts(task));
+        check_each!(tasks, |task| self.check_effect_outcomes(task));
         check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
         check_each!(fills, |(task, found)| self.check_fill(task, found));
