@@ -1643,6 +1643,33 @@ fn fires_effect_outcome_final() {
             "effect-outcome-final",
         );
     }
+    // A row a fence claimed is the fence's to settle; a worker runs fences
+    // too, so only a write by another worker is the stale holder's.
+    let claimed_by = |fence: u16, writer: u16| {
+        let mut world = with_state(&verified, EffectState::CompensationRequired);
+        world
+            .db
+            .task_mut(TASK)
+            .effect_mut(artifact_token())
+            .expect("row")
+            .fenced_by = Some(ActorId::new(ActorKind::Worker, fence));
+        let mut record = world.trace.last().expect("a step").clone();
+        record.actor = ActorId::new(ActorKind::Worker, writer);
+        world.trace.push(&record);
+        world
+            .check_as_touched(touched())
+            .expect("a settled row changed")
+    };
+    let stale = claimed_by(0, 1);
+    assert_eq!(stale.invariant, "effect-outcome-final");
+    assert!(stale.message.contains("while worker-1 had claimed it"));
+    let own = claimed_by(0, 0);
+    assert_eq!(own.invariant, "effect-outcome-final");
+    assert!(
+        own.message.contains("was settled verified"),
+        "{}",
+        own.message
+    );
 }
 
 #[test]

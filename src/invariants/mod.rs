@@ -134,7 +134,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "effect-outcome-final",
-        statement: "an effect's ledger row, once settled (verified, compensation_required, compensated, failed), never reopens nor takes another outcome: only a verified artifact hidden under cancel-wins, a required compensation done or failed, or an artifact found after its row failed and then hidden, becomes compensated (or failed)",
+        statement: "an effect's ledger row, once settled (verified, compensation_required, compensated, failed), never reopens nor takes another outcome (only verified, compensation_required or failed may become compensated, and compensation_required failed); and a row a fence claimed is settled by the fence, never by a worker",
     },
     Invariant {
         id: "retained-until-settled",

@@ -6,9 +6,12 @@
 //! stale worker verifying or recording an unknown outcome over a row a
 //! fence or a compensation already settled) leaves exactly this in the
 //! ledger. The checker keeps its own copy of each settled row's state.
+//! And a row a fence claimed (`fenced_by`) is the fence's to settle: a
+//! worker that verifies or fails it after the claim is the stale holder
+//! the fence was sent to stop.
 
 use crate::world::World;
-use crate::world::engine::ids::TaskId;
+use crate::world::engine::ids::{ActorKind, TaskId};
 use crate::world::stores::db::EffectState;
 
 use super::{Fired, Mirror, mirror_in};
@@ -38,6 +41,14 @@ impl World {
         if row.compacted || row.effects.is_empty() {
             return Ok(());
         }
+        // The step's record is in the trace by now.
+        // A worker runs fences too (`worker.fence`): only a worker other
+        // than the claim's holder is the stale one.
+        let worker = self
+            .trace
+            .last()
+            .map(|record| record.actor)
+            .filter(|actor| actor.kind == ActorKind::Worker);
         let Mirror::Live(mirror) = mirror_in(&mut self.checker.tasks, &self.db, task) else {
             return Ok(());
         };
@@ -48,6 +59,23 @@ impl World {
                     return Err(reopened(task, ledger.token, *settled, ledger.state));
                 }
                 continue;
+            }
+            let copy = mirror.settled.iter().find(|(t, _)| *t == ledger.token);
+            if worker.is_some()
+                && ledger.fenced_by.is_some_and(|fence| Some(fence) != worker)
+                && copy.is_none_or(|(_, settled)| *settled != ledger.state)
+            {
+                return Err(Fired {
+                    invariant: "effect-outcome-final",
+                    message: format!(
+                        "{} settled the ledger row of {token} {} while {} had claimed it",
+                        worker.expect("a worker"),
+                        ledger.state.as_str(),
+                        ledger.fenced_by.expect("claimed"),
+                        token = ledger.token,
+                    ),
+                    entities: vec![task.to_string(), ledger.token.to_string()],
+                });
             }
             match mirror.settled.iter_mut().find(|(t, _)| *t == ledger.token) {
                 Some((_, settled)) if may_follow(*settled, ledger.state) => {
