@@ -61,18 +61,16 @@ impl World {
                 continue;
             }
             let copy = mirror.settled.iter().find(|(t, _)| *t == ledger.token);
-            if worker.is_some()
-                && ledger.fenced_by.is_some_and(|fence| Some(fence) != worker)
+            if let (Some(writer), Some(fence)) = (worker, ledger.fenced_by)
+                && writer != fence
                 && copy.is_none_or(|(_, settled)| *settled != ledger.state)
             {
                 return Err(Fired {
                     invariant: "effect-outcome-final",
                     message: format!(
-                        "{} settled the ledger row of {token} {} while {} had claimed it",
-                        worker.expect("a worker"),
+                        "{writer} settled the ledger row of {} {} while {fence} had claimed it",
+                        ledger.token,
                         ledger.state.as_str(),
-                        ledger.fenced_by.expect("claimed"),
-                        token = ledger.token,
                     ),
                     entities: vec![task.to_string(), ledger.token.to_string()],
                 });
