@@ -1608,6 +1608,8 @@ fn fires_effect_outcome_final() {
         tasks: vec![TASK],
         ..Touched::default()
     };
+    // Written by a step of the reconciler (a fence): only workers and
+    // the reconciler write ledger rows, so only their steps are judged.
     let with_state = |world: &World, state: EffectState| {
         let mut world = world.clone();
         world
@@ -1616,6 +1618,9 @@ fn fires_effect_outcome_final() {
             .effect_mut(artifact_token())
             .expect("the artifact's row")
             .state = state;
+        let mut record = world.trace.last().expect("a step").clone();
+        record.actor = ActorId::new(ActorKind::Reconciler, 0);
+        world.trace.push(&record);
         world
     };
     // task-1's artifact row is verified, and the checker saw it settle.

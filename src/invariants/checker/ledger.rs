@@ -35,20 +35,25 @@ impl World {
     /// Compares each ledger row of `task` with the checker's copy of its
     /// settled state, then records the rows settled now.
     pub(super) fn check_effect_outcomes(&mut self, task: TaskId) -> Result<(), Fired> {
+        // The step's record is in the trace by now. Only workers and the
+        // reconciler (fences run on both) write ledger rows: the API's and
+        // the projector's many steps on a task leave its rows as the last
+        // check saw them.
+        let Some(actor) = self.trace.last().map(|record| record.actor) else {
+            return Ok(());
+        };
+        if !matches!(actor.kind, ActorKind::Worker | ActorKind::Reconciler) {
+            return Ok(());
+        }
         let Some(row) = self.db.find_task(task) else {
             return Ok(());
         };
         if row.compacted || row.effects.is_empty() {
             return Ok(());
         }
-        // The step's record is in the trace by now.
         // A worker runs fences too (`worker.fence`): only a worker other
         // than the claim's holder is the stale one.
-        let worker = self
-            .trace
-            .last()
-            .map(|record| record.actor)
-            .filter(|actor| actor.kind == ActorKind::Worker);
+        let worker = (actor.kind == ActorKind::Worker).then_some(actor);
         let Mirror::Live(mirror) = mirror_in(&mut self.checker.tasks, &self.db, task) else {
             return Ok(());
         };
