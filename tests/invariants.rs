@@ -19,8 +19,8 @@ use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, S
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
-    Answer, EffectKind, EffectState, IdempotencyRecord, InboxLease, InboxRow, Lease, OutboxRow,
-    Payload, RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
+    Answer, EffectKind, EffectState, IdempotencyRecord, InboxLease, InboxRow, Lease, LedgerRow,
+    OutboxRow, Payload, RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Commit, Stepped, Touched, World};
@@ -1631,11 +1631,12 @@ fn fires_effect_outcome_final() {
         .effect(artifact_token())
         .expect("row");
     assert_eq!(row.state, EffectState::Verified);
-    clean(&mut verified.clone(), touched());
+    clean(&mut with_state(&verified, EffectState::Verified), touched());
     // (Which settled outcome may follow which is unit-tested beside the
     // check: a compensated row here would break compensation-recorded
-    // first, the store still showing the artifact.) A writer that skipped the guard for open rows: reopened, or settled
-    // another way.
+    // first, the store still showing the artifact.)
+    // A writer that skipped the guard for open rows: reopened, or
+    // settled another way.
     for state in [
         EffectState::Unknown,
         EffectState::Started,
@@ -1675,6 +1676,41 @@ fn fires_effect_outcome_final() {
         "{}",
         own.message
     );
+    // An open row a fence claimed, settled by another worker: the stale
+    // holder the fence was sent to stop; by the claim's own worker, fine.
+    let compensation = Token {
+        kind: EffectKind::Compensation,
+        ..artifact_token()
+    };
+    let mut open = verified.clone();
+    open.db.task_mut(TASK).effects.push(LedgerRow {
+        token: compensation,
+        state: EffectState::Started,
+        request_sha256: [0; 32],
+        observed_sha256: None,
+        error_code: None,
+        fenced_by: Some(ActorId::new(ActorKind::Worker, 0)),
+    });
+    clean(&mut open, touched());
+    let settled_by = |writer: u16| {
+        let mut world = open.clone();
+        world
+            .db
+            .task_mut(TASK)
+            .effect_mut(compensation)
+            .expect("row")
+            .state = EffectState::Failed;
+        let mut record = world.trace.last().expect("a step").clone();
+        record.actor = ActorId::new(ActorKind::Worker, writer);
+        world.trace.push(&record);
+        world
+    };
+    let violation = settled_by(1)
+        .check_as_touched(touched())
+        .expect("settled by a stale worker");
+    assert_eq!(violation.invariant, "effect-outcome-final");
+    assert!(violation.message.contains("while worker-1 had claimed it"));
+    clean(&mut settled_by(0), touched());
 }
 
 #[test]
@@ -2544,7 +2580,8 @@ fn fires_compaction_keeps_objects() {
     assert!(world.db.task(TASK).compacted);
     clean(&mut world, Touched::default());
     // Noted as a compaction notes it, then the object comes back hidden
-    // (and stays live: nothing was archived).
+    // (it stays live, nothing was archived: the live-object check fires
+    // first; the answer comparison is what the absent case below reaches).
     let noted = || {
         let mut world = happy();
         let World {

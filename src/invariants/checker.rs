@@ -215,7 +215,9 @@ impl Checker {
     /// what it remembers of tasks, event ids, inbox rows, open deliveries
     /// and keys. Its round counter and per-round caches are left out: they
     /// only spare repeated reads within one step's checks; so are the
-    /// unsettled compactions, noted and reported within one step.
+    /// unsettled compactions, noted and reported within one step; and a
+    /// live mirror's settled ledger outcomes, which after every step's
+    /// checks are the ledger's own settled rows (in the identity already).
     pub fn identity(&self, state: &mut impl std::hash::Hasher) {
         use std::hash::Hash;
         self.tasks.len().hash(state);

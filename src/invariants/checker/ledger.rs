@@ -1,12 +1,14 @@
 //! `effect-outcome-final`: once the effect ledger settles an effect
 //! (verified, compensation required, compensated, failed) the row only
 //! moves on to a later outcome, never back to an open state or across to
-//! another outcome. Lesson 000's worker and reconciler act only on rows
-//! still open (`unknown`, `started`); a writer that skips that guard (a
-//! stale worker verifying or recording an unknown outcome over a row a
-//! fence or a compensation already settled) leaves exactly this in the
-//! ledger. The checker keeps its own copy of each settled row's state.
-//! And a row a fence claimed (`fenced_by`) is the fence's to settle: a
+//! another outcome. Lesson 000's worker and reconciler verify or record
+//! an unknown outcome only on rows still open (`unknown`, `started`); a
+//! writer that skips that guard (a stale worker verifying or recording an
+//! unknown outcome over a row a fence or a compensation already settled)
+//! leaves exactly this in the ledger. (A fence's resolution and a
+//! mismatch's failure write settled rows too, under the task's lease:
+//! only to a later outcome.) The checker keeps its own copy of each
+//! settled row's state. And a row a fence claimed (`fenced_by`) is the fence's to settle: a
 //! worker that verifies or fails it after the claim is the stale holder
 //! the fence was sent to stop.
 
