@@ -60,36 +60,35 @@ impl World {
             return Ok(());
         };
         for ledger in &row.effects {
-            if ledger.state.is_open() {
-                if let Some((_, settled)) = mirror.settled.iter().find(|(t, _)| *t == ledger.token)
-                {
-                    return Err(reopened(task, ledger.token, *settled, ledger.state));
-                }
-                continue;
-            }
-            let copy = mirror.settled.iter().find(|(t, _)| *t == ledger.token);
+            let (token, now) = (ledger.token, ledger.state);
+            let at = mirror.settled.iter().position(|(t, _)| *t == token);
+            let copy = at.map(|at| mirror.settled[at].1);
             if let (Some(writer), Some(fence)) = (worker, ledger.fenced_by)
                 && writer != fence
-                && copy.is_none_or(|(_, settled)| *settled != ledger.state)
+                && !now.is_open()
+                && copy != Some(now)
             {
                 return Err(Fired {
                     invariant: "effect-outcome-final",
                     message: format!(
-                        "{writer} settled the ledger row of {} {} while {fence} had claimed it",
-                        ledger.token,
-                        ledger.state.as_str(),
+                        "{writer} settled the ledger row of {token} {} while {fence} had claimed it",
+                        now.as_str(),
                     ),
-                    entities: vec![task.to_string(), ledger.token.to_string()],
+                    entities: vec![task.to_string(), token.to_string()],
                 });
             }
-            match mirror.settled.iter_mut().find(|(t, _)| *t == ledger.token) {
-                Some((_, settled)) if may_follow(*settled, ledger.state) => {
-                    *settled = ledger.state;
+            // A settled row that reopened is one no settled state may be
+            // followed by; an open row not yet settled has nothing to keep.
+            match at {
+                Some(at) => {
+                    let settled = mirror.settled[at].1;
+                    if !may_follow(settled, now) {
+                        return Err(reopened(task, token, settled, now));
+                    }
+                    mirror.settled[at].1 = now;
                 }
-                Some((_, settled)) => {
-                    return Err(reopened(task, ledger.token, *settled, ledger.state));
-                }
-                None => mirror.settled.push((ledger.token, ledger.state)),
+                None if !now.is_open() => mirror.settled.push((token, now)),
+                None => {}
             }
         }
         Ok(())
