@@ -74,27 +74,21 @@ impl crate::world::World {
     /// lost or empty archived copy (and keep its memory for the run).
     pub(super) fn check_compacted_objects(&mut self) -> Result<(), Fired> {
         while let Some((task, token, before)) = self.checker.compacted_objects.pop() {
-            if self.store.get(token).is_some() {
-                self.checker.compacted_objects.clear();
-                return Err(Fired {
-                    invariant: "compaction-keeps-objects",
-                    message: format!(
-                        "{task} was compacted and its object under {token} is still among the live ones, not archived"
-                    ),
-                    entities: vec![task.to_string(), token.to_string()],
-                });
-            }
-            let after = self.store.observe(token);
-            if after != before {
-                self.checker.compacted_objects.clear();
-                return Err(Fired {
-                    invariant: "compaction-keeps-objects",
-                    message: format!(
-                        "{task} was compacted and the store now answers {after:?} for {token}, where it answered {before:?}"
-                    ),
-                    entities: vec![task.to_string(), token.to_string()],
-                });
-            }
+            let why = if self.store.get(token).is_some() {
+                format!("its object under {token} is still among the live ones, not archived")
+            } else {
+                let after = self.store.observe(token);
+                if after == before {
+                    continue;
+                }
+                format!("the store now answers {after:?} for {token}, where it answered {before:?}")
+            };
+            self.checker.compacted_objects.clear();
+            return Err(Fired {
+                invariant: "compaction-keeps-objects",
+                message: format!("{task} was compacted and {why}"),
+                entities: vec![task.to_string(), token.to_string()],
+            });
         }
         Ok(())
     }
