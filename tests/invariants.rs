@@ -1602,27 +1602,30 @@ fn fires_review_stops_automation() {
     fires(&mut world, touched, "review-stops-automation");
 }
 
+/// Marks `world`'s last step as one `actor` took: the checks that ask who
+/// wrote something read the step's record.
+fn as_step_of(world: &mut World, actor: ActorId) {
+    let mut record = world.trace.last().expect("a step").clone();
+    record.actor = actor;
+    world.trace.push(&record);
+}
+
 #[test]
 fn fires_effect_outcome_final() {
-    let touched = || Touched {
-        tasks: vec![TASK],
-        ..Touched::default()
-    };
-    // Written by a step of the reconciler (a fence): only workers and
-    // the reconciler write ledger rows, so only their steps are judged.
-    let with_state = |world: &World, state: EffectState| {
+    let touched = || tasks(&[TASK]);
+    let worker = |index| ActorId::new(ActorKind::Worker, index);
+    // `token`'s row of `world` rewritten by a step of `writer`: only
+    // workers and the reconciler (fences run on both) write ledger rows,
+    // so only their steps are judged.
+    let written = |world: &World, token, writer, write: &dyn Fn(&mut LedgerRow)| {
         let mut world = world.clone();
-        world
-            .db
-            .task_mut(TASK)
-            .effect_mut(artifact_token())
-            .expect("the artifact's row")
-            .state = state;
-        let mut record = world.trace.last().expect("a step").clone();
-        record.actor = ActorId::new(ActorKind::Reconciler, 0);
-        world.trace.push(&record);
+        write(world.db.task_mut(TASK).effect_mut(token).expect("the row"));
+        as_step_of(&mut world, writer);
         world
     };
+    let fence = ActorId::new(ActorKind::Reconciler, 0);
+    let with_state =
+        |world: &World, state| written(world, artifact_token(), fence, &|row| row.state = state);
     // task-1's artifact row is verified, and the checker saw it settle.
     let verified = happy();
     let row = verified
@@ -1652,19 +1655,12 @@ fn fires_effect_outcome_final() {
     // A row a fence claimed is the fence's to settle; a worker runs fences
     // too, so only a write by another worker is the stale holder's.
     let claimed_by = |fence: u16, writer: u16| {
-        let mut world = with_state(&verified, EffectState::CompensationRequired);
-        world
-            .db
-            .task_mut(TASK)
-            .effect_mut(artifact_token())
-            .expect("row")
-            .fenced_by = Some(ActorId::new(ActorKind::Worker, fence));
-        let mut record = world.trace.last().expect("a step").clone();
-        record.actor = ActorId::new(ActorKind::Worker, writer);
-        world.trace.push(&record);
-        world
-            .check_as_touched(touched())
-            .expect("a settled row changed")
+        written(&verified, artifact_token(), worker(writer), &|row| {
+            row.state = EffectState::CompensationRequired;
+            row.fenced_by = Some(worker(fence));
+        })
+        .check_as_touched(touched())
+        .expect("a settled row changed")
     };
     let stale = claimed_by(0, 1);
     assert_eq!(stale.invariant, "effect-outcome-final");
@@ -1689,21 +1685,13 @@ fn fires_effect_outcome_final() {
         request_sha256: [0; 32],
         observed_sha256: None,
         error_code: None,
-        fenced_by: Some(ActorId::new(ActorKind::Worker, 0)),
+        fenced_by: Some(worker(0)),
     });
     clean(&mut open, touched());
     let settled_by = |writer: u16| {
-        let mut world = open.clone();
-        world
-            .db
-            .task_mut(TASK)
-            .effect_mut(compensation)
-            .expect("row")
-            .state = EffectState::Failed;
-        let mut record = world.trace.last().expect("a step").clone();
-        record.actor = ActorId::new(ActorKind::Worker, writer);
-        world.trace.push(&record);
-        world
+        written(&open, compensation, worker(writer), &|row| {
+            row.state = EffectState::Failed;
+        })
     };
     let violation = settled_by(1)
         .check_as_touched(touched())
