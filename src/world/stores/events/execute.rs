@@ -255,8 +255,7 @@ impl World {
             if self.db.parked_retention.remove(&key) {
                 self.db.retain_until(now, key);
             }
-            let lease = self.db.task(task).lease;
-            if lease.is_some() {
+            if self.db.task(task).lease.is_some() {
                 self.drop_lease(task);
             }
         }
