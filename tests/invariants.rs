@@ -16,6 +16,7 @@ use sim::task::json::event_payload_sha256;
 use sim::task::{EventBody, EventType, Policy, Status, TaskEvent, Text, initial_state};
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
 use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, SignalId, TaskId};
+use sim::world::engine::step::Verb;
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
@@ -1996,6 +1997,19 @@ fn fires_within_budgets() {
     let mut world = happy();
     world.config.attempts_max = 0;
     fires(&mut world, tasks(&[TASK]), "within-budgets");
+    // A retry's work row ready before its back-off has passed.
+    let mut world = happy();
+    world.config.retry_backoff_ms = 500;
+    let retry = |world: &World, wait: u64| {
+        let mut world = world.clone();
+        redriven(&mut world, OutboxId(1), Some("TaskRetryScheduled"));
+        let row = world.db.outbox_rows().last().expect("the retry").id;
+        let created = world.db.find_outbox(row).expect("the row").created_ms;
+        world.db.outbox_row_mut(row).ready_ms = created + wait;
+        world
+    };
+    clean(&mut retry(&world, 500), tasks(&[TASK]));
+    fires(&mut retry(&world, 499), tasks(&[TASK]), "within-budgets");
     // A task a fuzz world failed for spent attempts, at its last attempt:
     // with one attempt more allowed, it failed too early.
     let (mut world, exhausted) = (1..=40)
@@ -2016,6 +2030,112 @@ fn fires_within_budgets() {
     clean(&mut world, tasks(&[exhausted]));
     world.config.attempts_max += 1;
     fires(&mut world, tasks(&[exhausted]), "within-budgets");
+}
+
+/// A step of `actor` with `verb` and `outcome` appended to the trace, and
+/// the checks run on it with nothing else touched.
+fn store_step(
+    world: &mut World,
+    actor: ActorId,
+    verb: Verb,
+    outcome: &'static str,
+) -> Option<&'static str> {
+    let mut record = world.trace.last().expect("a step").clone();
+    record.step += 1;
+    record.actor = actor;
+    record.verb = verb;
+    record.outcome = outcome;
+    world.trace.push(&record);
+    fired(world, Touched::default())
+}
+
+#[test]
+fn fires_within_budgets_on_store_calls() {
+    let worker = ActorId::new(ActorKind::Worker, 0);
+    let reconciler = ActorId::new(ActorKind::Reconciler, 0);
+    let mut world = happy();
+    world.config.store_calls_max = 2;
+    // Per kind, two calls in one delivery are within budget, a third is
+    // not: puts, hides, reads that timed out.
+    for (verb, outcome) in [
+        (Verb::Put, "ok"),
+        (Verb::Compensate, "timeout"),
+        (Verb::ReadBack, "timeout"),
+    ] {
+        let mut world = world.clone();
+        assert_eq!(store_step(&mut world, worker, Verb::Register, "ok"), None);
+        for _ in 0..2 {
+            assert_eq!(store_step(&mut world, worker, verb, outcome), None);
+            // Steps that made no call of that kind count nothing.
+            assert_eq!(
+                store_step(&mut world, worker, Verb::ReadBack, "absent"),
+                None
+            );
+            assert_eq!(
+                store_step(&mut world, worker, Verb::Put, "lease-lost"),
+                None
+            );
+        }
+        let third = store_step(&mut world, worker, verb, outcome);
+        assert_eq!(third, Some("within-budgets"), "{verb:?}");
+    }
+    // The count is per delivery: a new one, an ack or a crash starts
+    // again. And per holder: another worker's reads are its own.
+    for boundary in [Verb::Register, Verb::Nack, Verb::Crash] {
+        let mut world = world.clone();
+        for _ in 0..2 {
+            assert_eq!(
+                store_step(&mut world, worker, Verb::CheckHidden, "timeout"),
+                None
+            );
+        }
+        let other = ActorId::new(ActorKind::Worker, 1);
+        assert_eq!(
+            store_step(&mut world, other, Verb::ReadBack, "timeout"),
+            None
+        );
+        assert_eq!(store_step(&mut world, worker, boundary, "ok"), None);
+        for _ in 0..2 {
+            assert_eq!(
+                store_step(&mut world, worker, Verb::CheckHidden, "timeout"),
+                None
+            );
+        }
+    }
+    // A fence's calls are counted from its claim, on any holder.
+    assert_eq!(
+        store_step(&mut world, reconciler, Verb::FenceClaim, "ok"),
+        None
+    );
+    for outcome in ["timeout", "tombstoned"] {
+        assert_eq!(
+            store_step(&mut world, reconciler, Verb::FenceHide, outcome),
+            None
+        );
+    }
+    let mut again = world.clone();
+    assert_eq!(
+        store_step(&mut again, reconciler, Verb::FenceClaim, "ok"),
+        None
+    );
+    assert_eq!(
+        store_step(&mut again, reconciler, Verb::FenceHide, "hidden"),
+        None
+    );
+    let third = store_step(&mut world, reconciler, Verb::FenceHide, "hidden");
+    assert_eq!(third, Some("within-budgets"));
+    // A step already counted is not counted again when checked again.
+    let mut world = happy();
+    world.config.store_calls_max = 1;
+    assert_eq!(
+        store_step(&mut world, worker, Verb::FenceRead, "timeout"),
+        None
+    );
+    clean(&mut world, Touched::default());
+    assert_eq!(
+        store_step(&mut world, worker, Verb::FenceCheck, "timeout"),
+        Some("within-budgets")
+    );
 }
 
 #[test]
@@ -2238,6 +2358,34 @@ fn converges_fires_when_retention_does_not_happen() {
     // wake, due now, resumes the retention (fuzz seed 7584).
     world.housekeeping(now);
     assert_eq!(world.convergence_failures(), Vec::<String>::new());
+
+    // A compaction leaves none of the task's rows: one that kept an
+    // outbox row, or an inbox row, of task-1 did not.
+    let mut world = happy();
+    let outbox = world.db.task(TASK).outbox_rows.clone();
+    let outbox_row = world.db.find_outbox(outbox[0]).expect("a row").clone();
+    let (message, inbox_row) = world
+        .db
+        .inbox
+        .iter()
+        .find(|(message, _)| outbox.contains(message))
+        .map(|(message, row)| (message, row.clone()))
+        .expect("task-1's work was registered in the inbox");
+    assert!(world.compact_task(TASK));
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    let mut kept_outbox = world.clone();
+    let mut outbox_row = outbox_row;
+    outbox_row.id = kept_outbox.db.next_outbox_id();
+    kept_outbox.db.insert_outbox(outbox_row);
+    assert_eq!(
+        kept_outbox.convergence_failures(),
+        vec!["1 outbox row(s) of compacted tasks are still kept".to_string()]
+    );
+    world.db.inbox.insert(message, inbox_row);
+    assert_eq!(
+        world.convergence_failures(),
+        vec!["1 inbox row(s) of compacted tasks are still kept".to_string()]
+    );
 }
 
 #[test]

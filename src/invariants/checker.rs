@@ -5,7 +5,7 @@
 
 use crate::hash::Sha;
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
-use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::engine::ids::{ActorId, KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
 use crate::world::engine::table::IdTable;
 use crate::world::stores::db::{Answer, Db, InboxState, ProcessResult};
@@ -197,6 +197,11 @@ pub struct Checker {
     /// (`PAYLOADS_REHASHED` a run: the emitter is one function, so its
     /// first events show a fault as well as all of them would).
     payloads_rehashed: usize,
+    /// The store calls each worker made in its current delivery and each
+    /// fence holder in its current fence, counted from the trace
+    /// (`within-budgets`), and the last step counted.
+    store_calls: BTreeMap<ActorId, budgets::StoreCalls>,
+    store_calls_step: Option<u64>,
 }
 
 /// Events whose payload hash the checker recomputes per run.
@@ -212,12 +217,14 @@ struct RecordView {
 
 impl Checker {
     /// The checker's part of a world's identity (see `World::identity`):
-    /// what it remembers of tasks, event ids, inbox rows, open deliveries
-    /// and keys. Its round counter and per-round caches are left out: they
-    /// only spare repeated reads within one step's checks; so are the
-    /// unsettled compactions, noted and reported within one step; and a
-    /// live mirror's settled ledger outcomes, which after every step's
-    /// checks are the ledger's own settled rows (in the identity already).
+    /// what it remembers of tasks, event ids, inbox rows, open deliveries,
+    /// keys and store calls. Its round counter and per-round caches are
+    /// left out: they only spare repeated reads within one step's checks;
+    /// so are the unsettled compactions, noted and reported within one
+    /// step; the last step whose store calls were counted, a step number;
+    /// and a live mirror's settled ledger outcomes, which after every
+    /// step's checks are the ledger's own settled rows (in the identity
+    /// already).
     pub fn identity(&self, state: &mut impl std::hash::Hasher) {
         use std::hash::Hash;
         self.tasks.len().hash(state);
@@ -233,6 +240,7 @@ impl Checker {
             &self.deliveries,
             &self.keys,
             self.accepted_creates,
+            &self.store_calls,
         )
             .hash(state);
     }

@@ -166,7 +166,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "within-budgets",
-        statement: "no task is started past attempts_max nor failed ATTEMPTS_EXHAUSTED before its last attempt, and no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times",
+        statement: "no task is started past attempts_max nor failed ATTEMPTS_EXHAUSTED before its last attempt, no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times, no retried attempt's message is ready before retry_backoff_ms has passed, and no worker in one delivery nor any fence makes more than store_calls_max store calls of one kind (puts, hides, timed-out reads)",
     },
     Invariant {
         id: "append-answered-truly",
@@ -174,7 +174,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "payload-hash-canonical",
-        statement: "an event's stored payloadSha256 is SHA-256 of its canonical JSON as a second encoder (serde's) writes it, for the first 64 events committed in a run and every event an outside producer appended",
+        statement: "an event's stored payloadSha256 is SHA-256 of its canonical JSON as a second encoder (serde's) writes it, for the first 64 events committed in a run and every event an outside producer appended; a refusal of an outside producer's event records that hash",
     },
     Invariant {
         id: "rejection-names-its-reason",
@@ -222,7 +222,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: CONVERGES,
-        statement: "after the faults stop and the system drains: every task terminal or in manual review with an enumerated reason, every outbox row published, no effect unknown or started outside review, nothing in flight but dead letters, every poison failure's message in the dead-letter queue, every dead letter the operator replayed replayed by a task, every read model and cached view current or absent (a task in manual review for a dead letter excepted: the review owns what that message left undone); and retention happens: no idempotency record is kept past the reconcile tick it was due at, and every settled task whose record expired, outside review, is compacted",
+        statement: "after the faults stop and the system drains: every task terminal or in manual review with an enumerated reason, every outbox row published, no effect unknown or started outside review, nothing in flight but dead letters, every poison failure's message in the dead-letter queue, every dead letter the operator replayed replayed by a task, every read model and cached view current or absent (a task in manual review for a dead letter excepted: the review owns what that message left undone); and retention happens: no idempotency record is kept past the reconcile tick it was due at, and every settled task whose record expired, outside review, is compacted, keeping none of its outbox or inbox rows",
     },
 ];
 

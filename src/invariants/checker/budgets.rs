@@ -1,11 +1,16 @@
 //! `within-budgets`: the retry budgets of the configuration hold, counted
-//! from durable rows by the checker: no task is started past attempt
-//! `attempts_max` nor failed for spent attempts before it, and no task's work or events are re-driven more than
-//! `redrive_max` times (each re-drive is a fresh outbox row; the counters
-//! the reconciler keeps are what this checks, so they are not read).
+//! by the checker, never read from the counters the protocol keeps. From
+//! durable rows: no task is started past attempt `attempts_max` nor failed
+//! for spent attempts before it; no task's work or events are re-driven
+//! more than `redrive_max` times (each re-drive is a fresh outbox row);
+//! and a retried attempt's message is not ready before `retry_backoff_ms`
+//! has passed. From the trace: no worker in one delivery, nor any fence,
+//! makes more than `store_calls_max` store calls of one kind (puts, hides,
+//! reads that timed out).
 
 use crate::world::World;
-use crate::world::engine::ids::TaskId;
+use crate::world::engine::ids::{ActorKind, TaskId};
+use crate::world::engine::step::Verb;
 use crate::world::stores::db::{Topic, WorkKind};
 
 use super::Fired;
@@ -38,6 +43,21 @@ impl World {
         }
         let redrive_max = self.config.redrive_max;
         let (work_redrives, event_redrives) = self.redrives_from_rows(task);
+        // A retried attempt's message waits out its back-off: the row says
+        // when it was written and when it may be published.
+        let backoff = self.config.retry_backoff_ms;
+        let retried = WorkKind::TaskRetry.as_str();
+        for id in &row.outbox_rows {
+            if let Some(outbox) = self.db.find_outbox(*id)
+                && outbox.event_type == retried
+                && outbox.ready_ms < outbox.created_ms + backoff
+            {
+                return Err(fired(format!(
+                    "{task}'s retry message {id} is ready at {} ms, written at {} ms (retry_backoff_ms = {backoff})",
+                    outbox.ready_ms, outbox.created_ms
+                )));
+            }
+        }
         for (what, count) in [("work", work_redrives), ("events", event_redrives)] {
             if count > redrive_max {
                 return Err(fired(format!(
@@ -73,5 +93,87 @@ impl World {
             work_redrives,
             event_rows.saturating_sub(row.events.len() as u64),
         )
+    }
+}
+
+/// The store calls a holder made, by kind: puts, hides, and reads that
+/// timed out (a read that answers costs nothing: the budget bounds how
+/// long a holder waits on a store that does not answer).
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub(super) struct StoreCalls {
+    /// A worker's own calls in its current delivery.
+    job: [u32; 3],
+    /// The calls of the fence the holder runs now.
+    fence: [u32; 3],
+}
+
+const CALL_KINDS: [&str; 3] = ["puts", "hides", "timed-out reads"];
+
+impl World {
+    /// Counts the store call the step's record shows, if it made one, and
+    /// judges its holder's count of that kind against `store_calls_max`.
+    /// Counts start at a delivery's first step (and end with its ack or
+    /// nack) and at a fence's claim; a crash ends both. Counted from the
+    /// trace: each such step makes at most one store call and names it by
+    /// its verb and outcome. `None` when the step made no store call.
+    pub(super) fn count_store_calls(&mut self) -> Option<Result<(), Fired>> {
+        let record = self.trace.last()?;
+        if !matches!(record.actor.kind, ActorKind::Worker | ActorKind::Reconciler)
+            || self.checker.store_calls_step == Some(record.step)
+        {
+            return None;
+        }
+        self.checker.store_calls_step = Some(record.step);
+        let hide = matches!(
+            record.outcome,
+            "timeout" | "exists" | "hidden" | "tombstoned"
+        );
+        let timed_out = record.outcome == "timeout";
+        let (fence, kind) = match record.verb {
+            Verb::Register | Verb::Ack | Verb::Nack | Verb::Crash => {
+                let calls = self.checker.store_calls.entry(record.actor).or_default();
+                calls.job = [0; 3];
+                if record.verb == Verb::Crash {
+                    calls.fence = [0; 3];
+                }
+                return None;
+            }
+            Verb::FenceClaim => {
+                self.checker
+                    .store_calls
+                    .entry(record.actor)
+                    .or_default()
+                    .fence = [0; 3];
+                return None;
+            }
+            Verb::Put if matches!(record.outcome, "ok" | "timeout") => (false, 0),
+            Verb::Compensate if hide => (false, 1),
+            Verb::FenceHide if hide => (true, 1),
+            Verb::ReadBack | Verb::CheckHidden if timed_out => (false, 2),
+            Verb::FenceRead | Verb::FenceCheck if timed_out => (true, 2),
+            _ => return None,
+        };
+        let (actor, step) = (record.actor, record.step);
+        let calls = self.checker.store_calls.entry(actor).or_default();
+        let count = if fence {
+            &mut calls.fence
+        } else {
+            &mut calls.job
+        };
+        count[kind] += 1;
+        let made = count[kind];
+        let max = self.config.store_calls_max;
+        if u64::from(made) <= max {
+            return Some(Ok(()));
+        }
+        let what = if fence { "one fence" } else { "one delivery" };
+        Some(Err(Fired {
+            invariant: "within-budgets",
+            message: format!(
+                "{actor} made {made} store {} in {what} (store_calls_max = {max}), the last at step {step}",
+                CALL_KINDS[kind]
+            ),
+            entities: vec![actor.to_string()],
+        }))
     }
 }

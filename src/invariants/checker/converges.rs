@@ -142,8 +142,9 @@ impl World {
     /// restarts as the run goes quiet resumes its retention at that wake,
     /// which never keeps a run alive; fuzz seed 7584), and a task that is
     /// settled (by the checker's own rule) and whose record expired was
-    /// compacted. A settled task under review keeps its rows for the human
-    /// who settles it. Without this, a reconciler that never looks at its
+    /// compacted, leaving none of its outbox or inbox rows behind. A
+    /// settled task under review keeps its rows for the human who settles
+    /// it. Without this, a reconciler that never looks at its
     /// retention index, or a compaction deferred for ever, let memory grow
     /// with the work done and nothing reported it.
     fn retention_failures(&self) -> Vec<String> {
@@ -184,6 +185,28 @@ impl World {
                 "{}{more} settled, its idempotency record expired, but never compacted",
                 kept[..kept.len().min(NAMED)].join(", ")
             ));
+        }
+        // Compaction drops what it compacts: no outbox row of a compacted
+        // task is kept, nor an inbox row of a message the checker forgot
+        // with it (its copy of the inbox follows every row a worker
+        // writes, so a row it has no copy of was left behind).
+        let outbox_left = self
+            .db
+            .outbox_rows()
+            .filter(|row| self.db.task(row.task).compacted)
+            .count();
+        let inbox_left = self
+            .db
+            .inbox
+            .iter()
+            .filter(|(message, _)| self.checker.inbox.get(*message).is_none())
+            .count();
+        for (left, what) in [(outbox_left, "outbox"), (inbox_left, "inbox")] {
+            if left > 0 {
+                failures.push(format!(
+                    "{left} {what} row(s) of compacted tasks are still kept"
+                ));
+            }
         }
         failures
     }

@@ -48,22 +48,41 @@ impl World {
         // And every refusal is recorded (the database keeps the first
         // REJECTIONS_KEPT; past them it only counts).
         let room = self.db.rejections.len() < crate::world::stores::db::REJECTIONS_KEPT;
+        if !refused(answer) || !room {
+            return Ok(());
+        }
         // Rejections are kept in step order: only this step's are looked
-        // at, and only for a refusal.
-        let recorded = || {
-            self.db
-                .rejections
-                .iter()
-                .rev()
-                .take_while(|rejection| rejection.step == self.steps)
-                .any(|rejection| rejection.event_id == event.event_id)
-        };
-        if refused(answer) && room && !recorded() {
+        // at.
+        let recorded = self
+            .db
+            .rejections
+            .iter()
+            .rev()
+            .take_while(|rejection| rejection.step == self.steps)
+            .find(|rejection| rejection.event_id == event.event_id);
+        let Some(rejection) = recorded else {
             return Err(Fired {
                 invariant: "rejection-names-its-reason",
                 message: format!(
                     "append of {} was refused {answer} and no refusal was recorded",
                     event.event_id
+                ),
+                entities: vec![event.task_id.to_string(), event.event_id.to_string()],
+            });
+        };
+        // The refusal names the event by its payload hash. Refused events
+        // carry values no stored event has (an attempt of 0, a completion
+        // of another attempt), so the second encoder rehashes each of
+        // them too: an emitter wrong only on those would pass the stored
+        // events' rehash.
+        let json = crate::hash::canonical_json(&crate::lesson_json::event_to_json(event));
+        if crate::hash::sha256(json.as_bytes()) != rejection.payload_sha256 {
+            return Err(Fired {
+                invariant: "payload-hash-canonical",
+                message: format!(
+                    "the refusal of {} records payloadSha256 {}, but its canonical JSON {json} hashes otherwise",
+                    event.event_id,
+                    crate::hash::hex(&rejection.payload_sha256)
                 ),
                 entities: vec![event.task_id.to_string(), event.event_id.to_string()],
             });
