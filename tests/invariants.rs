@@ -2049,6 +2049,12 @@ fn store_step(
     fired(world, Touched::default())
 }
 
+/// `store_step`, which must find nothing.
+fn within(world: &mut World, actor: ActorId, verb: Verb, outcome: &'static str) {
+    let found = store_step(world, actor, verb, outcome);
+    assert_eq!(found, None, "{actor} {verb:?} {outcome}");
+}
+
 #[test]
 fn fires_within_budgets_on_store_calls() {
     let worker = ActorId::new(ActorKind::Worker, 0);
@@ -2063,18 +2069,12 @@ fn fires_within_budgets_on_store_calls() {
         (Verb::ReadBack, "timeout"),
     ] {
         let mut world = world.clone();
-        assert_eq!(store_step(&mut world, worker, Verb::Register, "ok"), None);
+        within(&mut world, worker, Verb::Register, "ok");
         for _ in 0..2 {
-            assert_eq!(store_step(&mut world, worker, verb, outcome), None);
+            within(&mut world, worker, verb, outcome);
             // Steps that made no call of that kind count nothing.
-            assert_eq!(
-                store_step(&mut world, worker, Verb::ReadBack, "absent"),
-                None
-            );
-            assert_eq!(
-                store_step(&mut world, worker, Verb::Put, "lease-lost"),
-                None
-            );
+            within(&mut world, worker, Verb::ReadBack, "absent");
+            within(&mut world, worker, Verb::Put, "lease-lost");
         }
         let third = store_step(&mut world, worker, verb, outcome);
         assert_eq!(third, Some("within-budgets"), "{verb:?}");
@@ -2084,53 +2084,29 @@ fn fires_within_budgets_on_store_calls() {
     for boundary in [Verb::Register, Verb::Nack, Verb::Crash] {
         let mut world = world.clone();
         for _ in 0..2 {
-            assert_eq!(
-                store_step(&mut world, worker, Verb::CheckHidden, "timeout"),
-                None
-            );
+            within(&mut world, worker, Verb::CheckHidden, "timeout");
         }
         let other = ActorId::new(ActorKind::Worker, 1);
-        assert_eq!(
-            store_step(&mut world, other, Verb::ReadBack, "timeout"),
-            None
-        );
-        assert_eq!(store_step(&mut world, worker, boundary, "ok"), None);
+        within(&mut world, other, Verb::ReadBack, "timeout");
+        within(&mut world, worker, boundary, "ok");
         for _ in 0..2 {
-            assert_eq!(
-                store_step(&mut world, worker, Verb::CheckHidden, "timeout"),
-                None
-            );
+            within(&mut world, worker, Verb::CheckHidden, "timeout");
         }
     }
     // A fence's calls are counted from its claim, on any holder.
-    assert_eq!(
-        store_step(&mut world, reconciler, Verb::FenceClaim, "ok"),
-        None
-    );
+    within(&mut world, reconciler, Verb::FenceClaim, "ok");
     for outcome in ["timeout", "tombstoned"] {
-        assert_eq!(
-            store_step(&mut world, reconciler, Verb::FenceHide, outcome),
-            None
-        );
+        within(&mut world, reconciler, Verb::FenceHide, outcome);
     }
     let mut again = world.clone();
-    assert_eq!(
-        store_step(&mut again, reconciler, Verb::FenceClaim, "ok"),
-        None
-    );
-    assert_eq!(
-        store_step(&mut again, reconciler, Verb::FenceHide, "hidden"),
-        None
-    );
+    within(&mut again, reconciler, Verb::FenceClaim, "ok");
+    within(&mut again, reconciler, Verb::FenceHide, "hidden");
     let third = store_step(&mut world, reconciler, Verb::FenceHide, "hidden");
     assert_eq!(third, Some("within-budgets"));
     // A step already counted is not counted again when checked again.
     let mut world = happy();
     world.config.store_calls_max = 1;
-    assert_eq!(
-        store_step(&mut world, worker, Verb::FenceRead, "timeout"),
-        None
-    );
+    within(&mut world, worker, Verb::FenceRead, "timeout");
     clean(&mut world, Touched::default());
     assert_eq!(
         store_step(&mut world, worker, Verb::FenceCheck, "timeout"),
