@@ -42,23 +42,17 @@ impl World {
             )));
         }
         let redrive_max = self.config.redrive_max;
-        let (work_redrives, event_redrives) = self.redrives_from_rows(task);
-        // A retried attempt's message waits out its back-off: the row says
-        // when it was written and when it may be published.
-        let backoff = self.config.retry_backoff_ms;
-        let retried = WorkKind::TaskRetry.as_str();
-        for id in &row.outbox_rows {
-            if let Some(outbox) = self.db.find_outbox(*id)
-                && outbox.event_type == retried
-                && outbox.ready_ms < outbox.created_ms + backoff
-            {
-                return Err(fired(format!(
-                    "{task}'s retry message {id} is ready at {} ms, written at {} ms (retry_backoff_ms = {backoff})",
-                    outbox.ready_ms, outbox.created_ms
-                )));
-            }
+        let rows = self.outbox_counts(task);
+        if let Some(early) = rows.early_retry {
+            return Err(fired(format!(
+                "{task}'s retry message {} is ready at {} ms, written at {} ms (retry_backoff_ms = {})",
+                early.id, early.ready_ms, early.created_ms, self.config.retry_backoff_ms
+            )));
         }
-        for (what, count) in [("work", work_redrives), ("events", event_redrives)] {
+        for (what, count) in [
+            ("work", rows.work_redrives),
+            ("events", rows.event_redrives),
+        ] {
             if count > redrive_max {
                 return Err(fired(format!(
                     "{task}'s {what} were re-driven {count} times (redrive_max = {redrive_max})"
@@ -74,8 +68,18 @@ impl World {
     /// another for an event already sent. Rows pruned after publication
     /// are not counted, which can only undercount.
     pub(super) fn redrives_from_rows(&self, task: TaskId) -> (u64, u64) {
+        let rows = self.outbox_counts(task);
+        (rows.work_redrives, rows.event_redrives)
+    }
+
+    /// One walk over `task`'s outbox rows for what the budgets read of
+    /// them: the re-drives (see `redrives_from_rows`) and the first retry
+    /// row ready before its back-off had passed (the row says when it was
+    /// written and when it may be published).
+    fn outbox_counts(&self, task: TaskId) -> OutboxCounts<'_> {
         let row = self.db.task(task);
-        let mut work_redrives = 0u64;
+        let backoff = self.config.retry_backoff_ms;
+        let mut counts = OutboxCounts::default();
         let mut event_rows = 0u64;
         for id in &row.outbox_rows {
             let Some(outbox) = self.db.find_outbox(*id) else {
@@ -83,17 +87,29 @@ impl World {
             };
             match outbox.topic {
                 Topic::TaskWork if outbox.event_type == WorkKind::TaskRedrive.as_str() => {
-                    work_redrives += 1;
+                    counts.work_redrives += 1;
+                }
+                Topic::TaskWork
+                    if outbox.event_type == WorkKind::TaskRetry.as_str()
+                        && outbox.ready_ms < outbox.created_ms + backoff =>
+                {
+                    counts.early_retry.get_or_insert(outbox);
                 }
                 Topic::TaskWork => {}
                 Topic::TaskEvents => event_rows += 1,
             }
         }
-        (
-            work_redrives,
-            event_rows.saturating_sub(row.events.len() as u64),
-        )
+        counts.event_redrives = event_rows.saturating_sub(row.events.len() as u64);
+        counts
     }
+}
+
+/// What the budgets read of a task's outbox rows (`World::outbox_counts`).
+#[derive(Default)]
+struct OutboxCounts<'a> {
+    work_redrives: u64,
+    event_redrives: u64,
+    early_retry: Option<&'a crate::world::stores::db::OutboxRow>,
 }
 
 /// The store calls a holder made, by kind: puts, hides, and reads that
