@@ -20,8 +20,8 @@ use sim::world::engine::step::Verb;
 use sim::world::stores::broker::EntryState;
 use sim::world::stores::cache::CacheEntry;
 use sim::world::stores::db::{
-    Answer, EffectKind, EffectState, IdempotencyRecord, InboxLease, InboxRow, Lease, LedgerRow,
-    OutboxRow, Payload, RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
+    Answer, EffectKind, EffectState, IdempotencyRecord, InboxLease, InboxRow, Input, Lease,
+    LedgerRow, OutboxRow, Payload, RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
 use sim::world::{Commit, Stepped, Touched, World};
@@ -2112,6 +2112,71 @@ fn fires_within_budgets_on_store_calls() {
         store_step(&mut world, worker, Verb::FenceCheck, "timeout"),
         Some("within-budgets")
     );
+}
+
+/// A worker step about task-1, as `store_step` makes them.
+fn worker_step(world: &mut World, verb: Verb, outcome: &'static str) -> Option<&'static str> {
+    let mut record = world.trace.last().expect("a step").clone();
+    record.step += 1;
+    record.actor = ActorId::new(ActorKind::Worker, 0);
+    record.verb = verb;
+    record.outcome = outcome;
+    record.task = Some(TASK);
+    world.trace.push(&record);
+    fired(world, Touched::default())
+}
+
+#[test]
+fn fires_poison_judged_by_its_handler() {
+    const FIRES: Option<&str> = Some("poison-judged-by-its-handler");
+    let mut world = happy();
+    assert_eq!(world.handler_version, 1);
+    let legacy = |world: &mut World| {
+        let input = &world.db.task(TASK).input;
+        let needs_two = Input::canonical(input.canonical.clone(), input.valid, 2);
+        world.db.task_mut(TASK).input = needs_two;
+    };
+    // task-1's input needs handler 1: a transform under 1 plans it, and
+    // failing it as poison is wrong, by a start or by a resume.
+    for transform in [
+        (Verb::Start, "committed"),
+        (Verb::Register, "resume"),
+        (Verb::Reload, "resume"),
+    ] {
+        let mut world = world.clone();
+        assert_eq!(worker_step(&mut world, Verb::Register, "ok"), None);
+        assert_eq!(worker_step(&mut world, transform.0, transform.1), None);
+        assert_eq!(worker_step(&mut world, Verb::Plan, "started"), None);
+        assert_eq!(
+            worker_step(&mut world, Verb::FailPoison, "committed"),
+            FIRES
+        );
+    }
+    // A legacy input needs handler 2: under 1 it is poison, and planning
+    // it is wrong, even when the handler is bumped after the transform.
+    legacy(&mut world);
+    let mut under_one = world.clone();
+    assert_eq!(worker_step(&mut under_one, Verb::Register, "ok"), None);
+    assert_eq!(worker_step(&mut under_one, Verb::Start, "committed"), None);
+    under_one.handler_version = 2;
+    assert_eq!(
+        worker_step(&mut under_one, Verb::FailPoison, "committed"),
+        None
+    );
+    assert_eq!(worker_step(&mut under_one, Verb::Plan, "started"), FIRES);
+    // Under 2 it is worked, not poison.
+    world.handler_version = 2;
+    assert_eq!(worker_step(&mut world, Verb::Register, "ok"), None);
+    assert_eq!(worker_step(&mut world, Verb::Register, "resume"), None);
+    assert_eq!(worker_step(&mut world, Verb::Plan, "started"), None);
+    let mut poison = world.clone();
+    assert_eq!(
+        worker_step(&mut poison, Verb::FailPoison, "duplicate"),
+        FIRES
+    );
+    // A new delivery forgets the transform: a plan needs its own.
+    assert_eq!(worker_step(&mut world, Verb::Register, "ok"), None);
+    assert_eq!(worker_step(&mut world, Verb::Plan, "started"), FIRES);
 }
 
 #[test]

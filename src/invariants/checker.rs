@@ -22,6 +22,7 @@ mod mismatch;
 mod retention;
 mod snapshots;
 mod told;
+mod transform;
 mod vocabulary;
 
 /// What the checker remembers of one task between steps. Its status and
@@ -202,6 +203,9 @@ pub struct Checker {
     /// (`within-budgets`), and the last step counted.
     store_calls: BTreeMap<ActorId, budgets::StoreCalls>,
     store_calls_step: Option<u64>,
+    /// The handler version each worker's transform ran under in its
+    /// current delivery (`poison-judged-by-its-handler`).
+    transforms: BTreeMap<ActorId, u64>,
 }
 
 /// Events whose payload hash the checker recomputes per run.
@@ -218,8 +222,9 @@ struct RecordView {
 impl Checker {
     /// The checker's part of a world's identity (see `World::identity`):
     /// what it remembers of tasks, event ids, inbox rows, open deliveries,
-    /// keys and store calls. Its round counter and per-round caches are
-    /// left out: they only spare repeated reads within one step's checks;
+    /// keys, store calls and the handler version of each worker's
+    /// transform. Its round counter and per-round caches are left out:
+    /// they only spare repeated reads within one step's checks;
     /// so are the unsettled compactions, noted and reported within one
     /// step; the last step whose store calls were counted, a step number;
     /// and a live mirror's settled ledger outcomes, which after every
@@ -241,6 +246,7 @@ impl Checker {
             &self.keys,
             self.accepted_creates,
             &self.store_calls,
+            &self.transforms,
         )
             .hash(state);
     }

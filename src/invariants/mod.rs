@@ -165,6 +165,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "every accepted event is a row of lesson 003's state table from the status before it (a start names the next attempt; completions and failures the current one; a completion needs a verified artifact and, under cancel-wins, no pending cancellation; a cancel confirmation needs reconciled effects), and leads to the status and attempt that row names",
     },
     Invariant {
+        id: "poison-judged-by-its-handler",
+        statement: "a worker fails an attempt as poison only when the task's input needs a handler version above the one its transform ran under, and plans the effect only when it does not",
+    },
+    Invariant {
         id: "within-budgets",
         statement: "no task is started past attempts_max nor failed ATTEMPTS_EXHAUSTED before its last attempt, no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times, no retried attempt's message is ready before retry_backoff_ms has passed, and no worker in one delivery nor any fence makes more than store_calls_max store calls of one kind (puts, hides, timed-out reads)",
     },

@@ -27,9 +27,12 @@ impl World {
         // A store call that timed out touches nothing, so its budget is
         // counted first.
         let store_calls = self.count_store_calls();
+        // Nor does a plan that the transform should not have let through.
+        let transform = self.judge_transform();
         // About one step in five (a wake that only moves time, a broker
         // tick) touches nothing: no check to run, nothing to count.
         if store_calls.is_none()
+            && transform.is_none()
             && self.touched.is_empty()
             && self.checker.compacted_unsettled.is_empty()
             && self.checker.compacted_objects.is_empty()
@@ -63,6 +66,9 @@ impl World {
             };
         }
         if let Some(result) = store_calls {
+            check!(result);
+        }
+        if let Some(result) = transform {
             check!(result);
         }
         check_each!(created, |task| self.check_created(task));
