@@ -24,7 +24,7 @@ use sim::world::stores::db::{
     LedgerRow, OutboxRow, Payload, RecordState, Rejection, ReviewReason, TaskRow, Token, Topic,
 };
 use sim::world::stores::store::{Object, corrupt_bytes};
-use sim::world::{Commit, Stepped, Touched, World};
+use sim::world::{ClaimWrite, Commit, Stepped, Touched, World};
 
 const TASK: TaskId = TaskId(1);
 
@@ -1522,6 +1522,64 @@ fn fires_lease_never_taken_live_on_an_inbox_row() {
     fires(&mut world, touched, "lease-never-taken-live");
     let touched = leased(&mut world, Some(live), lease(0, 2, now + 900));
     fires(&mut world, touched, "lease-never-taken-live");
+}
+
+#[test]
+fn fires_lease_never_taken_live_on_an_outbox_claim() {
+    let mut world = happy();
+    let message = *world
+        .db
+        .task(TASK)
+        .outbox_rows
+        .first()
+        .expect("an outbox row");
+    assert!(world.db.find_outbox(message).is_some());
+    let now = world.now;
+    let term = world.config.publish_lease_ms;
+    let publisher = |index: u16| ActorId::new(ActorKind::Publisher, index);
+    let live = (publisher(0), 1, now + 500);
+    // `writer` (incarnation 1) wrote `new` over `old`.
+    let wrote = |world: &mut World, old, new: Option<(ActorId, u32, u64)>, writer| {
+        world.db.outbox_row_mut(message).lease = new;
+        Touched {
+            claims: vec![ClaimWrite {
+                message,
+                replaced: old,
+                writer,
+                incarnation: 1,
+            }],
+            ..Touched::default()
+        }
+    };
+    // A first claim for the whole term, its holder's release, and a
+    // claim over one that ran out are fine.
+    let touched = wrote(
+        &mut world,
+        None,
+        Some((publisher(0), 1, now + term)),
+        publisher(0),
+    );
+    clean(&mut world, touched);
+    let touched = wrote(&mut world, Some(live), None, publisher(0));
+    clean(&mut world, touched);
+    let expired = (publisher(0), 1, now);
+    let claim = Some((publisher(1), 1, now + 900));
+    let touched = wrote(&mut world, Some(expired), claim, publisher(1));
+    clean(&mut world, touched);
+    // Another publisher takes a live claim, or releases one; the holder's
+    // next incarnation takes it.
+    let touched = wrote(&mut world, Some(live), claim, publisher(1));
+    fires(&mut world, touched, "lease-never-taken-live");
+    let touched = wrote(&mut world, Some(live), None, publisher(1));
+    fires(&mut world, touched, "lease-never-taken-live");
+    let restarted = Some((publisher(0), 2, now + 900));
+    let mut touched = wrote(&mut world, Some(live), restarted, publisher(0));
+    touched.claims[0].incarnation = 2;
+    fires(&mut world, touched, "lease-never-taken-live");
+    // A claim longer than its term.
+    let long = Some((publisher(0), 1, now + term + 1));
+    let touched = wrote(&mut world, None, long, publisher(0));
+    fires(&mut world, touched, "lease-bounded");
 }
 
 #[test]

@@ -114,11 +114,11 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "lease-never-taken-live",
-        statement: "a task's lease, and an inbox row's processing lease, passes to another holder, or another incarnation of its holder, only after it ran out: renewing one's own lease is fine, taking a live one lets two attempts (or two workers on one message) run at once",
+        statement: "a task's lease, an inbox row's processing lease and a publisher's claim on an outbox row pass to another holder, or another incarnation of its holder, only after they ran out, and no one else releases them live: renewing one's own lease is fine, taking a live one lets two attempts (or two workers on one message, or two publishers on one row) run at once",
     },
     Invariant {
         id: "lease-bounded",
-        statement: "a task's attempt lease and an inbox row's processing lease run no longer than their term from the step that granted or renewed them (task_lease_ms, inbox_lease_ms): a longer one outlives the crash of its holder and keeps the work from everyone else (a publisher's outbox claims are not judged)",
+        statement: "a task's attempt lease and an inbox row's processing lease run no longer than their term from the step that granted or renewed them (task_lease_ms, inbox_lease_ms), and a publisher's claim on an outbox row no longer than publish_lease_ms: a longer one outlives the crash of its holder and keeps the work from everyone else",
     },
     Invariant {
         id: "lease-on-live-attempt",

@@ -69,6 +69,9 @@ pub struct Touched {
     /// Inbox rows whose processing lease was granted or renewed, with the
     /// lease it replaced.
     pub inbox_leases: Vec<(ids::OutboxId, Option<db::InboxLease>)>,
+    /// Outbox rows whose publisher claim was taken or released by a
+    /// publisher, with the claim it replaced.
+    pub claims: Vec<ClaimWrite>,
     /// Events appended from outside the pipeline, with the append API's
     /// answer: judged against the events the store holds afterwards.
     pub appends: Vec<(crate::task::TaskEvent, &'static str)>,
@@ -104,6 +107,16 @@ pub struct LetGo {
     pub why: &'static str,
 }
 
+/// A publisher's write of an outbox row's claim: the claim it found and
+/// who wrote (judged by `lease-never-taken-live` and `lease-bounded`).
+#[derive(Clone, Copy, Debug, Hash)]
+pub struct ClaimWrite {
+    pub message: ids::OutboxId,
+    pub replaced: Option<(ActorId, u32, u64)>,
+    pub writer: ActorId,
+    pub incarnation: u32,
+}
+
 /// One event committed by a worker or a fence, with the lease row the
 /// transaction saw: judged by `commit-respects-live-lease`.
 #[derive(Clone, Copy, Debug, Hash)]
@@ -123,7 +136,7 @@ pub struct Commit {
 macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
-            projection created answers deliveries delivered inbox leases inbox_leases fills appends
+            projection created answers deliveries delivered inbox leases inbox_leases claims fills appends
             cancels commits let_go replays reviews dead_letter_reviews)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{

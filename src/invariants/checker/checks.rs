@@ -148,6 +148,7 @@ impl World {
         check_each!(leases, |(task, replaced)| self.check_lease(task, replaced));
         check_each!(inbox_leases, |(message, replaced)| self
             .check_inbox_lease(message, replaced));
+        check_each!(claims, |claim| self.check_claim(claim));
         // After the task checks, which bring the checker's map of event
         // ids up to date with this step's appends.
         for index in 0..self.touched.appends.len() {

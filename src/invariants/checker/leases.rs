@@ -1,14 +1,15 @@
-//! The lease checks, of a task's attempt lease and of an inbox row's
-//! processing lease: `lease-never-taken-live` (a lease passes to another
-//! holder only once it ran out), `lease-bounded` (no longer than its term
-//! from the step that wrote it), and for a task's lease
+//! The lease checks, of a task's attempt lease, an inbox row's processing
+//! lease and a publisher's claim on an outbox row: `lease-never-taken-live`
+//! (a lease passes to another holder only once it ran out),
+//! `lease-bounded` (no longer than its term from the step that wrote it),
+//! and for a task's lease
 //! `lease-on-live-attempt`, `review-stops-automation` and
 //! `running-task-leased`.
 
 use crate::task::Status;
-use crate::world::World;
 use crate::world::engine::ids::{ActorKind, OutboxId, TaskId};
 use crate::world::stores::db::{InboxLease, Lease};
+use crate::world::{ClaimWrite, World};
 
 use super::Fired;
 
@@ -140,6 +141,56 @@ impl World {
             invariant: "lease-never-taken-live",
             message: format!(
                 "the inbox row of {message}, held by {old_holder} (incarnation {old_incarnation}) until {old_until} ms, went to {holder} (incarnation {incarnation}) at {} ms",
+                self.now
+            ),
+            entities: vec![message.to_string()],
+        })
+    }
+
+    /// A publisher's claim on an outbox row. lease-bounded: no longer than
+    /// publish_lease_ms. lease-never-taken-live: a publisher takes or
+    /// releases a claim only once another's ran out (or its own): one
+    /// that clears a live claim of another publisher sends the row out
+    /// again while that one still works on it.
+    pub(super) fn check_claim(&self, claim: ClaimWrite) -> Result<(), Fired> {
+        let ClaimWrite {
+            message,
+            replaced,
+            writer,
+            incarnation,
+        } = claim;
+        let Some(row) = self.db.find_outbox(message) else {
+            return Ok(());
+        };
+        let term = self.config.publish_lease_ms;
+        if let Some((holder, _, until)) = row.lease
+            && until > self.now + term
+        {
+            return Err(Fired {
+                invariant: "lease-bounded",
+                message: format!(
+                    "{holder} claims {message} until {until} ms, claimed at {} ms for more than publish_lease_ms = {term}",
+                    self.now
+                ),
+                entities: vec![message.to_string()],
+            });
+        }
+        let Some((old_holder, old_incarnation, old_until)) =
+            replaced.filter(|&(holder, inc, until)| {
+                until > self.now && (holder, inc) != (writer, incarnation)
+            })
+        else {
+            return Ok(());
+        };
+        let what = if row.lease.is_some() {
+            "was claimed by"
+        } else {
+            "was released by"
+        };
+        Err(Fired {
+            invariant: "lease-never-taken-live",
+            message: format!(
+                "{message}, claimed by {old_holder} (incarnation {old_incarnation}) until {old_until} ms, {what} {writer} (incarnation {incarnation}) at {} ms",
                 self.now
             ),
             entities: vec![message.to_string()],
