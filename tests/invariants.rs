@@ -14,6 +14,7 @@ use sim::run::{execute, world_for};
 use sim::scenario::Scenario;
 use sim::task::json::event_payload_sha256;
 use sim::task::{EventBody, EventType, Policy, Status, TaskEvent, Text, initial_state};
+use sim::world::actors::publisher::PublisherPhase;
 use sim::world::actors::worker::{DeliveryAct, DeliveryTouch};
 use sim::world::engine::ids::{ActorId, ActorKind, EntryId, IntentId, OutboxId, SignalId, TaskId};
 use sim::world::engine::step::Verb;
@@ -1389,9 +1390,30 @@ fn retained_until_settled_fires_when_a_task_is_compacted_unsettled() {
         let World {
             checker, db, store, ..
         } = &mut world;
-        checker.note_compaction(db, store, TASK);
+        checker.note_compaction(db, store, TASK, None);
         fires(&mut world, Touched::default(), "retained-until-settled");
     }
+    // A settled task that a publisher's claimed batch still carries (its
+    // claim ran out while another published the row): left whole, and a
+    // compaction that went ahead fires. An idle publisher's old batch
+    // carries nothing.
+    let mut world = happy();
+    let row = world.db.task(TASK).outbox_rows[0];
+    world.publishers[0].claimed = vec![row];
+    assert!(world.carried_by(TASK).is_none());
+    world.publishers[0].phase = PublisherPhase::Marking;
+    assert!(!world.compact_task(TASK), "a claimed task is left whole");
+    let carried = world.carried_by(TASK);
+    assert!(
+        carried
+            .as_deref()
+            .is_some_and(|why| why.contains("publisher-1"))
+    );
+    let World {
+        checker, db, store, ..
+    } = &mut world;
+    checker.note_compaction(db, store, TASK, carried);
+    fires(&mut world, Touched::default(), "retained-until-settled");
 }
 
 #[test]
@@ -2822,7 +2844,7 @@ fn fires_compaction_keeps_objects() {
         let World {
             checker, db, store, ..
         } = &mut world;
-        checker.note_compaction(db, store, TASK);
+        checker.note_compaction(db, store, TASK, None);
         world
     };
     let mut world = noted();

@@ -138,7 +138,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "retained-until-settled",
-        statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed",
+        statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed; and a task is compacted only when no worker, projector, API call or publisher's claimed batch still carries it",
     },
     Invariant {
         id: "compaction-keeps-objects",

@@ -1,8 +1,9 @@
 //! `retained-until-settled`: an idempotency record expires, and a task is
 //! compacted (its events, outbox rows and ledger dropped), only once the
 //! task is settled: terminal, every message of it published, every effect
-//! with its outcome. Read from the durable rows by the checker's own rule,
-//! not by the reconciler's `task_finished`, which is what it checks.
+//! with its outcome, and nothing in flight carrying it. Read by the
+//! checker's own rule, not by the reconciler's `task_finished` and guard,
+//! which are what it checks.
 
 use crate::world::engine::ids::TaskId;
 use crate::world::stores::db::{Db, EffectState};
@@ -54,8 +55,14 @@ pub fn unsettled(db: &Db, task: TaskId) -> Option<String> {
 /// answers once the task's objects are archived (the rows are gone by
 /// then).
 impl super::Checker {
-    pub fn note_compaction(&mut self, db: &Db, store: &Store, task: TaskId) {
-        if let Some(why) = unsettled(db, task) {
+    pub fn note_compaction(
+        &mut self,
+        db: &Db,
+        store: &Store,
+        task: TaskId,
+        carried: Option<String>,
+    ) {
+        if let Some(why) = unsettled(db, task).or(carried) {
             self.compacted_unsettled.push((task, why));
         }
         for effect in &db.task(task).effects {
@@ -91,5 +98,64 @@ impl crate::world::World {
             });
         }
         Ok(())
+    }
+}
+
+impl crate::world::World {
+    /// What in flight still carries `task`, by the checker's own walk over
+    /// the actors (not the reconciler's guard, which is what it checks): a
+    /// worker's job or a delivery in its mailbox, the projector's current
+    /// delivery or one in its mailbox, an API call about the task, a
+    /// publisher's claimed batch with one of its rows. Any of them would
+    /// write rows for the task after its rows were dropped. The broker's
+    /// entries are left to `converges`, which finds what their deliveries
+    /// leave behind.
+    pub fn carried_by(&self, task: TaskId) -> Option<String> {
+        use crate::world::engine::ids::{ActorId, ActorKind};
+        let actor = |kind, index: usize| ActorId::new(kind, index as u16);
+        for (index, worker) in self.workers.iter().enumerate() {
+            let job = worker.job.as_ref().is_some_and(|job| job.task == task);
+            let queued = worker.mailbox.iter().any(|(_, _, d)| d.task == task);
+            if job || queued {
+                let what = if job {
+                    "a job"
+                } else {
+                    "a delivery in its mailbox"
+                };
+                return Some(format!(
+                    "{} held {what} of it",
+                    actor(ActorKind::Worker, index)
+                ));
+            }
+        }
+        let projector = &self.projector;
+        if projector.current.as_ref().is_some_and(|d| d.task == task)
+            || projector.mailbox.iter().any(|(_, _, d)| d.task == task)
+        {
+            return Some("the projector held a delivery of it".to_string());
+        }
+        if self
+            .calls
+            .values()
+            .any(|call| call.task_held() == Some(task))
+        {
+            return Some("an API call held it".to_string());
+        }
+        let rows = &self.db.task(task).outbox_rows;
+        for (index, publisher) in self.publishers.iter().enumerate() {
+            let busy = !matches!(
+                publisher.phase,
+                crate::world::actors::publisher::PublisherPhase::Idle
+            );
+            if let Some(id) = publisher.claimed.iter().find(|id| rows.contains(id))
+                && busy
+            {
+                return Some(format!(
+                    "{} had {id} in its claimed batch",
+                    actor(ActorKind::Publisher, index)
+                ));
+            }
+        }
+        None
     }
 }

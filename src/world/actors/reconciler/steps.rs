@@ -453,7 +453,9 @@ impl World {
         // Noted only for checks that will run: unread, the notes of a run
         // without invariants would pile up.
         if self.invariants_on {
-            self.checker.note_compaction(&self.db, &self.store, task);
+            let carried = self.carried_by(task);
+            self.checker
+                .note_compaction(&self.db, &self.store, task, carried);
         }
         if self.db.task(task).compacted {
             return true;
