@@ -134,12 +134,15 @@ impl crate::world::World {
         {
             return Some("the projector held a delivery of it".to_string());
         }
-        if self
-            .calls
-            .values()
-            .any(|call| call.task_held() == Some(task))
-        {
-            return Some("an API call held it".to_string());
+        // Read from the call's phase here, not through `Call::task_held`,
+        // which the reconciler's guard asks.
+        use crate::world::actors::api::ApiPhase;
+        let about = |call: &crate::world::actors::api::Call| match call.phase {
+            ApiPhase::ReadDb { task } | ApiPhase::FillCache { task, .. } => Some(task),
+            _ => call.op.task_named(),
+        };
+        if let Some(call) = self.calls.values().find(|call| about(call) == Some(task)) {
+            return Some(format!("an API call ({:?}) held it", call.phase));
         }
         let rows = &self.db.task(task).outbox_rows;
         for (index, publisher) in self.publishers.iter().enumerate() {
