@@ -2267,6 +2267,8 @@ fn fires_lifecycle_legal() {
         let mut world = stepped_until(&happy_path_with(""), task_running);
         let row = &mut world.db.tasks[TASK.slot()];
         let mut stored = row.events[0].clone();
+        // Kept for the attempt it speaks for, as the store keeps events.
+        stored.attempt = body.attempt().unwrap_or(row.state.attempt);
         let event = TaskEvent {
             event_id: Text::from("task-1:by-hand"),
             sequence: 2,
@@ -2523,6 +2525,35 @@ fn fires_semantic_key_unique() {
     row.state.version = event.sequence;
     again.payload_sha256 = event_payload_sha256(&again.event);
     row.events.push(again);
+    fires(&mut world, tasks(&[TASK]), "semantic-key-unique");
+    // An event kept for another attempt than it speaks for: later appends
+    // would be judged against the wrong fact.
+    let mut world = stepped_until(&happy_path_with(""), task_running);
+    let row = world.db.task_mut(TASK);
+    assert_eq!(row.events[0].attempt, 1);
+    let mut completion = row.events[0].clone();
+    let event = TaskEvent {
+        event_id: Text::from("task-1:TaskCompleted:1"),
+        sequence: 2,
+        body: EventBody::TaskCompleted {
+            attempt: 1,
+            artifact_sha256: Text::from("by-hand"),
+            artifact_verified: true,
+        },
+        ..TaskEvent::clone(&completion.event)
+    };
+    completion.payload_sha256 = event_payload_sha256(&event);
+    completion.event = Arc::new(event);
+    row.events.push(completion);
+    row.state.version = 2;
+    row.state.status = Status::Completed;
+    let mut kept_right = world.clone();
+    assert_ne!(
+        fired(&mut kept_right, tasks(&[TASK])),
+        Some("semantic-key-unique")
+    );
+    let row = world.db.task_mut(TASK);
+    row.events.last_mut().expect("the completion").attempt = 0;
     fires(&mut world, tasks(&[TASK]), "semantic-key-unique");
 }
 

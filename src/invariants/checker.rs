@@ -431,6 +431,21 @@ impl Checker {
         let start = history.len();
         for (offset, stored) in fresh.iter().enumerate() {
             let replay = history.last().expect("starts with the initial state");
+            // The attempt the store keeps with the event is the one later
+            // appends are judged against for a semantic twin: the one the
+            // event names, or the task's when it was applied.
+            let attempt = told::attempt_named(&stored.event.body).unwrap_or(replay.attempt);
+            if stored.attempt != attempt {
+                history.truncate(start);
+                return Err(Fired {
+                    invariant: "semantic-key-unique",
+                    message: format!(
+                        "{task}'s event {} is kept for attempt {}, but it speaks for attempt {attempt}",
+                        stored.event.event_id, stored.attempt
+                    ),
+                    entities: vec![task.to_string(), stored.event.event_id.to_string()],
+                });
+            }
             let earlier = &row.events[..seen + offset];
             if let Some(twin) = semantic_twin(earlier, history, &stored.event, replay) {
                 let fired = Fired {
@@ -440,7 +455,7 @@ impl Checker {
                         twin.event_id,
                         stored.event.event_id,
                         stored.event.event_type().as_str(),
-                        told::attempt_named(&stored.event.body).unwrap_or(replay.attempt),
+                        attempt,
                         told::signal(&stored.event.body)
                             .map(|signal| format!(" under signal {signal}"))
                             .unwrap_or_default()
