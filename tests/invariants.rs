@@ -2344,11 +2344,11 @@ fn fires_inbox_result_truthful() {
         task: TASK,
         code: "TASK_FAILED",
     };
-    // What became of attempt 1: completed, or still running (a message the
-    // worker gave up on as superseded says nothing settled).
+    // What became of attempt 1: completed, failed, or moved past (queued
+    // for a retry after it).
     for (status, result) in [
         (Status::Completed, completed(1)),
-        (Status::Running, superseded),
+        (Status::Queued, superseded),
         (Status::Failed, failed),
     ] {
         let (mut world, touched) = finalized(status, result);
@@ -2360,13 +2360,15 @@ fn fires_inbox_result_truthful() {
         clean(&mut world, touched);
     }
     // Completed under another attempt, or while the task runs; failed
-    // while it completed; superseded when its own attempt completed, or
-    // when the task was cancelled.
+    // while it completed; superseded when its own attempt completed or
+    // still runs (or is being cancelled), or when the task was cancelled.
     for (status, result) in [
         (Status::Completed, completed(2)),
         (Status::Running, completed(1)),
         (Status::Completed, failed),
         (Status::Completed, superseded),
+        (Status::Running, superseded),
+        (Status::Cancelling, superseded),
         (Status::Cancelled, superseded),
     ] {
         let (mut world, touched) = finalized(status, result);

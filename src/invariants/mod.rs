@@ -98,7 +98,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "inbox-result-truthful",
-        statement: "an inbox row that turns final records what became of its task: completed for the attempt the task completed with, failed for a failed task, cancelled for a cancelled one whichever attempt the message carried, superseded only when the task is not cancelled and did not complete or fail under the message's attempt",
+        statement: "an inbox row that turns final records what became of its task: completed for the attempt the task completed with, failed for a failed task, cancelled for a cancelled one whichever attempt the message carried, superseded only when the task is not cancelled and neither settled nor still runs the message's attempt (completed, failed, running or cancelling under it)",
     },
     Invariant {
         id: "duplicate-acked-with-first-result",

@@ -297,8 +297,9 @@ impl World {
     /// task, as the task stands: `completed` for the attempt the task
     /// completed with, `failed` for a failed task, `cancelled` for a
     /// cancelled one (whichever attempt the message carried), and
-    /// `superseded` only when the task is not cancelled and did not
-    /// complete or fail under the message's attempt. A duplicate delivery is answered with
+    /// `superseded` only when the task is not cancelled and neither
+    /// settled nor still runs the message's attempt. A duplicate delivery
+    /// is answered with
     /// this record for ever, so a wrong one misinforms every later copy.
     /// Judged before the checker's copy of the row is updated, once.
     pub(super) fn check_inbox_result(&self, message: OutboxId) -> Result<(), Fired> {
@@ -333,9 +334,18 @@ impl World {
             ProcessResult::Cancelled { .. } => state.status == Status::Cancelled,
             // A cancelled task's messages are answered `cancelled`,
             // whichever attempt they carried.
+            // Nor is the message's own attempt superseded while the task
+            // still runs it: that attempt is live, its work not done.
             ProcessResult::Superseded { .. } => {
                 state.status != Status::Cancelled
-                    && !(ours && matches!(state.status, Status::Completed | Status::Failed))
+                    && !(ours
+                        && matches!(
+                            state.status,
+                            Status::Completed
+                                | Status::Failed
+                                | Status::Running
+                                | Status::Cancelling
+                        ))
             }
         };
         if true_to_task {
