@@ -1605,6 +1605,20 @@ fn fires_lease_never_taken_live_on_an_outbox_claim() {
 }
 
 #[test]
+fn a_publisher_reports_the_claims_it_writes() {
+    // The happy path's publisher claims task-1's work row: the step says
+    // so, with the claim it replaced (none), so the checks above judge it.
+    let world = stepped_until(&happy_path_with(""), |world| {
+        !world.touched.claims.is_empty()
+    });
+    let claim = world.touched.claims[0];
+    assert_eq!(claim.writer, ActorId::new(ActorKind::Publisher, 0));
+    assert_eq!(claim.replaced, None);
+    let row = world.db.outbox_row(claim.message);
+    assert_eq!(row.lease.map(|(holder, ..)| holder), Some(claim.writer));
+}
+
+#[test]
 fn fires_lease_bounded() {
     // A task's lease: its full term is fine, a millisecond more is not.
     let mut world = stepped_until(&happy_path_with(""), task_running);

@@ -72,7 +72,13 @@ impl World {
                 self.race("two publishers on one outbox row");
             }
             let row = self.db.outbox_row_mut(id);
-            row.lease = Some((actor, incarnation, until));
+            let replaced = row.lease.replace((actor, incarnation, until));
+            self.touched.claims.push(crate::world::ClaimWrite {
+                message: id,
+                replaced,
+                writer: actor,
+                incarnation,
+            });
             row.publish_attempts += 1;
         }
         self.rec.message = due.first().copied();
@@ -198,11 +204,17 @@ impl World {
             if row.published_ms.is_some() || !mine {
                 continue;
             }
-            row.lease = None;
+            let replaced = row.lease.take();
             row.last_error = Some("CONFIRM_UNKNOWN");
             row.next_retry_ms = now + self.config.publish_retry_ms;
             let retry = row.next_retry_ms;
             self.db.reindex_outbox(*id, Some(retry));
+            self.touched.claims.push(crate::world::ClaimWrite {
+                message: *id,
+                replaced,
+                writer: actor,
+                incarnation,
+            });
         }
         self.rec.outcome = match (marked, unknown.is_empty()) {
             (0, true) => "already-published",
