@@ -2216,6 +2216,7 @@ fn worker_step(world: &mut World, verb: Verb, outcome: &'static str) -> Option<&
     record.verb = verb;
     record.outcome = outcome;
     record.task = Some(TASK);
+    record.attempt = 1;
     world.trace.push(&record);
     fired(world, Touched::default())
 }
@@ -2223,7 +2224,8 @@ fn worker_step(world: &mut World, verb: Verb, outcome: &'static str) -> Option<&
 #[test]
 fn fires_poison_judged_by_its_handler() {
     const FIRES: Option<&str> = Some("poison-judged-by-its-handler");
-    let mut world = happy();
+    // Running its first attempt: a delivery may resume it.
+    let mut world = stepped_until(&happy_path_with(""), task_running);
     assert_eq!(world.handler_version, 1);
     let legacy = |world: &mut World| {
         let input = &world.db.task(TASK).input;
@@ -2271,6 +2273,92 @@ fn fires_poison_judged_by_its_handler() {
     // A new delivery forgets the transform: a plan needs its own.
     assert_eq!(worker_step(&mut world, Verb::Register, "ok"), None);
     assert_eq!(worker_step(&mut world, Verb::Plan, "started"), FIRES);
+}
+
+#[test]
+fn fires_delivery_acts_on_status() {
+    const FIRES: Option<&str> = Some("delivery-acts-on-status");
+    // task-1 runs attempt 1: a delivery of it resumes, by its inbox step or
+    // a reload, and never fences it as if cancelling.
+    let running = stepped_until(&happy_path_with(""), task_running);
+    for verb in [Verb::Register, Verb::Reload] {
+        let mut world = running.clone();
+        assert_eq!(worker_step(&mut world, verb, "resume"), None);
+        assert_eq!(worker_step(&mut world, verb, "cancelling"), FIRES);
+    }
+    // Cancelling: the other way round.
+    let mut cancelling = running.clone();
+    cancelling.db.task_mut(TASK).state.status = Status::Cancelling;
+    assert_eq!(
+        worker_step(&mut cancelling.clone(), Verb::Register, "cancelling"),
+        None
+    );
+    assert_eq!(worker_step(&mut cancelling, Verb::Reload, "resume"), FIRES);
+    // Another attempt than the one the task runs, or a task that ended.
+    let mut moved_on = running.clone();
+    moved_on.db.task_mut(TASK).state.attempt = 2;
+    assert_eq!(worker_step(&mut moved_on, Verb::Register, "resume"), FIRES);
+    assert_eq!(worker_step(&mut happy(), Verb::Register, "resume"), FIRES);
+    // Other outcomes of the same steps are judged elsewhere.
+    assert_eq!(
+        worker_step(&mut happy(), Verb::Register, "superseded"),
+        None
+    );
+}
+
+/// The reconciler re-drives only letters whose cause may pass by itself.
+#[test]
+fn fires_redrive_only_transient() {
+    let scenario = crate::common::load_scenario("poison-message");
+    let mut world = crate::common::run_clean(&scenario).world;
+    let letter = world.broker.dead_letters[0].clone();
+    let redriven = |id| Touched {
+        redriven: vec![id],
+        ..Touched::default()
+    };
+    // Its code says the input needs a newer handler: poison.
+    fires(&mut world, redriven(letter.id), "redrive-only-transient");
+    for code in [
+        "DELIVERY_ATTEMPTS_EXHAUSTED",
+        "STORE_UNAVAILABLE",
+        "LEASE_HELD",
+    ] {
+        world.broker.dead_letters[0].error_code = code;
+        clean(&mut world, redriven(letter.id));
+    }
+    // The flag the broker keeps is not what judges: the code is.
+    world.broker.dead_letters[0].error_code = letter.error_code;
+    world.broker.dead_letters[0].transient = true;
+    fires(&mut world, redriven(letter.id), "redrive-only-transient");
+    let unknown = sim::world::engine::ids::DeadLetterId(99);
+    fires(&mut world, redriven(unknown), "redrive-only-transient");
+}
+
+/// A client sends one request at most `client_attempts_max` times, and
+/// gives up only after the last of them.
+#[test]
+fn fires_within_budgets_for_a_client_request() {
+    use sim::world::engine::ids::RequestId;
+    let mut world = happy();
+    world.config.client_attempts_max = 3;
+    let request = RequestId(77);
+    let send = |gave_up| Touched {
+        client_sends: vec![(request, gave_up)],
+        ..Touched::default()
+    };
+    for _ in 0..3 {
+        clean(&mut world, send(false));
+    }
+    let mut fourth = world.clone();
+    fires(&mut fourth, send(false), "within-budgets");
+    // Giving up after the third send is right, and forgets the request.
+    clean(&mut world.clone(), send(true));
+    // Giving up after two is not.
+    let mut early = happy();
+    early.config.client_attempts_max = 3;
+    clean(&mut early, send(false));
+    clean(&mut early, send(false));
+    fires(&mut early, send(true), "within-budgets");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 mod budgets;
 mod checks;
 mod converges;
+mod decisions;
 mod leases;
 mod ledger;
 mod lifecycle;
@@ -206,6 +207,11 @@ pub struct Checker {
     /// The handler version each worker's transform ran under in its
     /// current delivery (`poison-judged-by-its-handler`).
     transforms: BTreeMap<ActorId, u64>,
+    /// The sends the checker saw of each pending request (`within-budgets`;
+    /// see `World::check_client_send`). Counts of requests that ended
+    /// without a step are dropped in batches, so only the pending ones are
+    /// part of the identity (`Checker::client_sends_identity`).
+    client_sends: BTreeMap<crate::world::engine::ids::RequestId, u32>,
 }
 
 /// Events whose payload hash the checker recomputes per run.
@@ -249,6 +255,23 @@ impl Checker {
             &self.transforms,
         )
             .hash(state);
+    }
+
+    /// The checker's send counts of the requests still pending: the counts
+    /// of requests that ended are kept until a batch drops them, so they
+    /// stay out of the identity (two states whose pending requests were
+    /// sent alike are one state whatever ended before).
+    pub fn client_sends_identity(
+        &self,
+        state: &mut impl std::hash::Hasher,
+        pending: impl Fn(crate::world::engine::ids::RequestId) -> bool,
+    ) {
+        use std::hash::Hash;
+        for (request, sends) in &self.client_sends {
+            if pending(*request) {
+                (request, sends).hash(state);
+            }
+        }
     }
 
     /// A compacted task's history is gone: keep what judges it from now on

@@ -169,8 +169,16 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a worker fails an attempt as poison only when the task's input needs a handler version above the one its transform ran under, and plans the effect only when it does not",
     },
     Invariant {
+        id: "delivery-acts-on-status",
+        statement: "a worker resumes a delivered attempt only while the task runs that attempt, and fences it for cancellation only while the task is cancelling it",
+    },
+    Invariant {
         id: "within-budgets",
-        statement: "no task is started past attempts_max nor failed ATTEMPTS_EXHAUSTED before its last attempt, no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times, no retried attempt's message is ready before retry_backoff_ms has passed, and no worker in one delivery nor any fence makes more than store_calls_max store calls of one kind (puts, hides, timed-out reads)",
+        statement: "no task is started past attempts_max nor failed ATTEMPTS_EXHAUSTED before its last attempt, no task's work or events are re-driven (a fresh outbox row each) more than redrive_max times, no retried attempt's message is ready before retry_backoff_ms has passed, no worker in one delivery nor any fence makes more than store_calls_max store calls of one kind (puts, hides, timed-out reads), and no client sends one request more than client_attempts_max times nor gives up on it before",
+    },
+    Invariant {
+        id: "redrive-only-transient",
+        statement: "the reconciler re-drives a dead letter only when its error code names a cause that passes by itself (delivery attempts exhausted, the store unavailable, a lease held): a poison letter waits for an operator's replay",
     },
     Invariant {
         id: "append-answered-truly",

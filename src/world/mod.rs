@@ -93,6 +93,11 @@ pub struct Touched {
     /// Dead letters the reconciler sent to manual review: judged against
     /// the re-drive budget their task spent.
     pub dead_letter_reviews: Vec<ids::DeadLetterId>,
+    /// Dead letters the reconciler re-drove: judged by their error code.
+    pub redriven: Vec<ids::DeadLetterId>,
+    /// A client's send of a request (`false`) or its giving up on one
+    /// (`true`): counted against `client_attempts_max` by the checker.
+    pub client_sends: Vec<(ids::RequestId, bool)>,
 }
 
 /// A worker that let go of its delivery mid-attempt, and why.
@@ -137,7 +142,7 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases inbox_leases claims fills appends
-            cancels commits let_go replays reviews dead_letter_reviews)
+            cancels commits let_go replays reviews dead_letter_reviews redriven client_sends)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

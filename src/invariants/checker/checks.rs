@@ -27,12 +27,15 @@ impl World {
         // A store call that timed out touches nothing, so its budget is
         // counted first.
         let store_calls = self.count_store_calls();
-        // Nor does a plan that the transform should not have let through.
+        // Nor does a plan that the transform should not have let through,
+        // nor a delivery resumed or fenced on a status it did not read.
         let transform = self.judge_transform();
+        let decision = self.judge_delivery_decision();
         // About one step in five (a wake that only moves time, a broker
         // tick) touches nothing: no check to run, nothing to count.
         if store_calls.is_none()
             && transform.is_none()
+            && decision.is_none()
             && self.touched.is_empty()
             && self.checker.compacted_unsettled.is_empty()
             && self.checker.compacted_objects.is_empty()
@@ -68,7 +71,7 @@ impl World {
         if let Some(result) = store_calls {
             check!(result);
         }
-        if let Some(result) = transform {
+        for result in [transform, decision].into_iter().flatten() {
             check!(result);
         }
         check_each!(created, |task| self.check_created(task));
@@ -149,6 +152,9 @@ impl World {
         check_each!(inbox_leases, |(message, replaced)| self
             .check_inbox_lease(message, replaced));
         check_each!(claims, |claim| self.check_claim(claim));
+        check_each!(redriven, |letter| self.check_redrive(letter));
+        check_each!(client_sends, |(request, gave_up)| self
+            .check_client_send(request, gave_up));
         // After the task checks, which bring the checker's map of event
         // ids up to date with this step's appends.
         for index in 0..self.touched.appends.len() {

@@ -106,6 +106,7 @@ impl World {
             life.up
         );
         outgoing.sends += 1;
+        self.touched.client_sends.push((id, false));
         let api = outgoing.next_api % apis;
         outgoing.next_api = (api + 1) % apis;
         let send = outgoing.sends;
@@ -158,6 +159,7 @@ impl World {
                 answers.ended(id.0, outgoing.sends, self.now, "gave-up");
             }
             self.begin(actor, Verb::GiveUp);
+            self.touched.client_sends.push((id, true));
             self.end_request(id);
             self.rec.outcome = "gave-up";
             self.finish();

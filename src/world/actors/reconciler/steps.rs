@@ -183,6 +183,7 @@ impl World {
                 };
                 let message = self.insert_event_row(task, event, letter.payload_sha256);
                 self.rec.message = Some(message);
+                self.touched.redriven.push(id);
                 self.poke_publishers();
                 self.rec.outcome = "redriven";
                 self.sometimes("dead-letter-redriven");
@@ -224,6 +225,7 @@ impl World {
             unreachable!("task-work carries work");
         };
         self.insert_work_row(task, WorkKind::TaskRedrive, attempt, self.now);
+        self.touched.redriven.push(id);
         self.rec.outcome = "redriven";
         self.sometimes("dead-letter-redriven");
         self.finish();

@@ -1,0 +1,133 @@
+//! Decisions an actor takes on what it read, judged against what it read:
+//! a client's sends of one request against `client_attempts_max`
+//! (`within-budgets`), the reconciler's re-drives against the letter's
+//! error code (`redrive-only-transient`), and a worker's resume or
+//! cancellation of a delivered attempt against the task's status
+//! (`delivery-acts-on-status`). Each asks what durable state or trace
+//! shows the guard was skipped; none reads the counter or flag the
+//! protocol keeps for the same decision.
+
+use crate::task::Status;
+use crate::world::World;
+use crate::world::engine::ids::{ActorKind, RequestId};
+use crate::world::engine::step::Verb;
+
+use super::Fired;
+
+/// Error codes whose cause may pass by itself: delivery attempts spent,
+/// the store out, a lease another holds.
+/// Written here apart from the broker's own list, so that a wrong list
+/// there shows.
+const TRANSIENT_CODES: [&str; 3] = [
+    "DELIVERY_ATTEMPTS_EXHAUSTED",
+    "STORE_UNAVAILABLE",
+    "LEASE_HELD",
+];
+
+impl World {
+    /// Counts each send of a request the step made and judges a client's
+    /// giving up; the count is the checker's own, from the sends it saw.
+    pub(super) fn check_client_send(
+        &mut self,
+        request: RequestId,
+        gave_up: bool,
+    ) -> Result<(), Fired> {
+        let max = self.config.client_attempts_max;
+        let fired = |message: String| Fired {
+            invariant: "within-budgets",
+            message,
+            entities: vec![request.to_string()],
+        };
+        if gave_up {
+            let made = self.checker.client_sends.remove(&request).unwrap_or(0);
+            if u64::from(made) < max {
+                return Err(fired(format!(
+                    "a client gave up on {request} after {made} sends (client_attempts_max = {max})"
+                )));
+            }
+            return Ok(());
+        }
+        let sends = self.checker.client_sends.entry(request).or_default();
+        *sends += 1;
+        let made = *sends;
+        // Requests answered or lost end without a step of their own: their
+        // counts are dropped once they outnumber the pending requests, so
+        // the map follows live work (and the identity reads only those).
+        if self.checker.client_sends.len() > 2 * self.outgoing.len() + 64 {
+            let outgoing = &self.outgoing;
+            self.checker
+                .client_sends
+                .retain(|request, _| outgoing.get(*request).is_some());
+        }
+        if u64::from(made) > max {
+            return Err(fired(format!(
+                "a client sent {request} {made} times (client_attempts_max = {max})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A re-drive of a dead letter whose cause does not pass by itself
+    /// (poison: the input needs a newer handler) re-delivers the same
+    /// failure; only a human's replay, after a fix, may send it again.
+    pub(super) fn check_redrive(
+        &self,
+        letter: crate::world::engine::ids::DeadLetterId,
+    ) -> Result<(), Fired> {
+        let Some(letter) = self.broker.dead_letter_by_id(letter) else {
+            return Err(Fired {
+                invariant: "redrive-only-transient",
+                message: format!("the reconciler re-drove {letter}, which is not a dead letter"),
+                entities: vec![letter.to_string()],
+            });
+        };
+        if TRANSIENT_CODES.contains(&letter.error_code) {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "redrive-only-transient",
+            message: format!(
+                "the reconciler re-drove {} of {} ({}), dead-lettered {}: not a cause that passes by itself",
+                letter.id, letter.task, letter.message, letter.error_code
+            ),
+            entities: vec![letter.task.to_string(), letter.message.to_string()],
+        })
+    }
+
+    /// Judges a worker's decision on a delivery (its inbox step or a
+    /// reload): it resumes an attempt only while the task runs it, and
+    /// fences it for cancellation only while the task is cancelling it.
+    /// The decision is taken in the step's own transaction, which changes
+    /// no status, so the status after the step is the one it read.
+    pub(super) fn judge_delivery_decision(&self) -> Option<Result<(), Fired>> {
+        let record = self.trace.last()?;
+        if record.actor.kind != ActorKind::Worker
+            || !matches!(record.verb, Verb::Register | Verb::Reload)
+        {
+            return None;
+        }
+        let wanted = match record.outcome {
+            "resume" => Status::Running,
+            "cancelling" => Status::Cancelling,
+            _ => return None,
+        };
+        let task = record.task?;
+        let state = &self.db.find_task(task)?.state;
+        if state.status == wanted && state.attempt == i64::from(record.attempt) {
+            return Some(Ok(()));
+        }
+        Some(Err(Fired {
+            invariant: "delivery-acts-on-status",
+            message: format!(
+                "{} took {task}'s attempt {} as {} at step {}, but the task is {} at attempt {}",
+                record.actor,
+                record.attempt,
+                record.outcome,
+                record.step,
+                state.status.as_str(),
+                state.attempt
+            ),
+            entities: vec![task.to_string()],
+        }))
+    }
+}
