@@ -208,9 +208,7 @@ pub struct Checker {
     /// current delivery (`poison-judged-by-its-handler`).
     transforms: BTreeMap<ActorId, u64>,
     /// The sends the checker saw of each pending request (`within-budgets`;
-    /// see `World::check_client_send`). Counts of requests that ended
-    /// without a step are dropped in batches, so only the pending ones are
-    /// part of the identity (`Checker::client_sends_identity`).
+    /// see `World::check_client_send`), forgotten when the request ends.
     client_sends: BTreeMap<crate::world::engine::ids::RequestId, u32>,
 }
 
@@ -228,8 +226,8 @@ struct RecordView {
 impl Checker {
     /// The checker's part of a world's identity (see `World::identity`):
     /// what it remembers of tasks, event ids, inbox rows, open deliveries,
-    /// keys, store calls and the handler version of each worker's
-    /// transform. Its round counter and per-round caches are left out:
+    /// keys, store calls, the handler version of each worker's
+    /// transform and the sends of each pending request. Its round counter and per-round caches are left out:
     /// they only spare repeated reads within one step's checks;
     /// so are the unsettled compactions, noted and reported within one
     /// step; the last step whose store calls were counted, a step number;
@@ -253,25 +251,15 @@ impl Checker {
             self.accepted_creates,
             &self.store_calls,
             &self.transforms,
+            &self.client_sends,
         )
             .hash(state);
     }
 
-    /// The checker's send counts of the requests still pending: the counts
-    /// of requests that ended are kept until a batch drops them, so they
-    /// stay out of the identity (two states whose pending requests were
-    /// sent alike are one state whatever ended before).
-    pub fn client_sends_identity(
-        &self,
-        state: &mut impl std::hash::Hasher,
-        pending: impl Fn(crate::world::engine::ids::RequestId) -> bool,
-    ) {
-        use std::hash::Hash;
-        for (request, sends) in &self.client_sends {
-            if pending(*request) {
-                (request, sends).hash(state);
-            }
-        }
+    /// A request ended (answered, or lost with its client): its send count
+    /// goes. A give-up is judged by the count, and the check forgets it.
+    pub fn forget_request(&mut self, request: crate::world::engine::ids::RequestId) {
+        self.client_sends.remove(&request);
     }
 
     /// A compacted task's history is gone: keep what judges it from now on

@@ -108,7 +108,6 @@ impl World {
         }
         faults.identity(state);
         checker.identity(state);
-        checker.client_sends_identity(state, |request| outgoing.get(request).is_some());
         (db, broker, store, cache, handler_version).hash(state);
         (outgoing, next_request, highest_seen, calls, next_call).hash(state);
         (clients, apis, publishers, workers, projector, reconciler).hash(state);

@@ -50,15 +50,6 @@ impl World {
         let sends = self.checker.client_sends.entry(request).or_default();
         *sends += 1;
         let made = *sends;
-        // Requests answered or lost end without a step of their own: their
-        // counts are dropped once they outnumber the pending requests, so
-        // the map follows live work (and the identity reads only those).
-        if self.checker.client_sends.len() > 2 * self.outgoing.len() + 64 {
-            let outgoing = &self.outgoing;
-            self.checker
-                .client_sends
-                .retain(|request, _| outgoing.get(*request).is_some());
-        }
         if u64::from(made) > max {
             return Err(fired(format!(
                 "a client sent {request} {made} times (client_attempts_max = {max})"

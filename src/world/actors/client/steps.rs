@@ -159,8 +159,10 @@ impl World {
                 answers.ended(id.0, outgoing.sends, self.now, "gave-up");
             }
             self.begin(actor, Verb::GiveUp);
+            // The checker judges the give-up by its own count of the
+            // request's sends, and forgets the count itself.
             self.touched.client_sends.push((id, true));
-            self.end_request(id);
+            self.drop_request(id);
             self.rec.outcome = "gave-up";
             self.finish();
             return true;
@@ -215,6 +217,11 @@ impl World {
     /// The client is done with request `id`: answered, given up, or gone
     /// with its incarnation.
     fn end_request(&mut self, id: RequestId) {
+        self.checker.forget_request(id);
+        self.drop_request(id);
+    }
+
+    fn drop_request(&mut self, id: RequestId) {
         if let Some(outgoing) = self.outgoing.remove(id) {
             self.release_intent(outgoing.intent);
         }
