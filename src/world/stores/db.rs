@@ -600,6 +600,10 @@ pub struct Db {
     pub reconcile_due_changed: bool,
     /// Snapshots recovery refused (dump: `snapshotReports`).
     pub snapshot_reports: Vec<SnapshotReport>,
+    /// The (task, sequence) of every snapshot report: a rebuild asks
+    /// whether it reported a snapshot before without walking the run's
+    /// list. Derived from `snapshot_reports`.
+    pub reported_snapshots: BTreeSet<(TaskId, i64)>,
 }
 
 impl Db {

@@ -487,12 +487,7 @@ impl World {
     }
 
     fn report_snapshot(&mut self, task: TaskId, through_sequence: i64, reason: &'static str) {
-        let known = self
-            .db
-            .snapshot_reports
-            .iter()
-            .any(|report| report.task == task && report.through_sequence == through_sequence);
-        if known {
+        if !self.db.reported_snapshots.insert((task, through_sequence)) {
             return;
         }
         self.db
