@@ -44,10 +44,11 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 58] = [
+pub const SITUATIONS: [&str; 60] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
+    "artifact-bytes-mismatch",
     "artifact-metadata-mismatch",
     "attempt-resumed",
     "attempt-retried",
@@ -88,6 +89,7 @@ pub const SITUATIONS: [&str; 58] = [
     "redelivered",
     "retention-kept-unfinished",
     "sequence-gap-refetched",
+    "snapshot-hash-stale",
     "snapshot-rejected",
     "snapshot-replay-mismatch",
     "snapshot-used",

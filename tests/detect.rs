@@ -130,10 +130,11 @@ fn a_fuzz_campaign_finds_nothing_in_the_protocol_as_built() {
 /// How often the 300 seeds reached each situation, refusal and race when
 /// the floor was set (`sim fuzz --seed 1 --runs 300 --steps 10000 --json`
 /// prints the same counts).
-const SITUATION_FLOOR: [(&str, u64); 56] = [
+const SITUATION_FLOOR: [(&str, u64); 58] = [
     ("ack-lost-in-broker-outage", 32),
     ("actor-paused", 153),
     ("altered-event-refetched", 2243),
+    ("artifact-bytes-mismatch", 408),
     ("artifact-metadata-mismatch", 615),
     ("attempt-resumed", 719),
     ("attempt-retried", 856),
@@ -172,6 +173,7 @@ const SITUATION_FLOOR: [(&str, u64); 56] = [
     ("redelivered", 8091),
     ("retention-kept-unfinished", 61993),
     ("sequence-gap-refetched", 34),
+    ("snapshot-hash-stale", 807),
     ("snapshot-rejected", 1364),
     ("snapshot-replay-mismatch", 566),
     ("snapshot-used", 8985),

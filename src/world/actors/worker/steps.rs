@@ -25,7 +25,8 @@ impl World {
 
     /// Read-back verification: task id, attempt, size and SHA-256 of both
     /// the bytes and the metadata. Marks `artifact-metadata-mismatch`
-    /// when only the metadata is wrong.
+    /// when only the metadata is wrong, `artifact-bytes-mismatch` when the
+    /// bytes are: each fault that damages an artifact shows its mark.
     pub fn artifact_is_good(
         &mut self,
         task: TaskId,
@@ -42,6 +43,10 @@ impl World {
             // The bytes are right and only what they claim to be is not:
             // what a damaged metadata write leaves.
             self.sometimes("artifact-metadata-mismatch");
+        } else if version.bytes_sha256 != sha {
+            // Bytes other than the input's transform: what a corrupt put
+            // (or a stale attempt's artifact) leaves.
+            self.sometimes("artifact-bytes-mismatch");
         }
         good
     }
