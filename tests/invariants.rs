@@ -1315,6 +1315,38 @@ fn converges_fires_for_a_poison_failure_without_its_dead_letter() {
     );
 }
 
+/// `converges` asks every client request to end: answered, given up after
+/// its budget, or lost with its client. One still pending in a quiet world
+/// has no wake left to end it (a client that stopped retrying).
+#[test]
+fn converges_fires_for_a_request_left_pending() {
+    use sim::world::actors::client::{ClientOp, Outgoing};
+    use sim::world::engine::ids::RequestId;
+    use sim::world::input::Target;
+    let mut world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    world.outgoing.insert(
+        RequestId(99),
+        Outgoing {
+            client: 0,
+            op: ClientOp::Read {
+                target: Target::Task(TASK),
+            },
+            intent: None,
+            sends: 1,
+            next_api: 0,
+            incarnation: 1,
+        },
+    );
+    let failures = world.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f == "request-99 of client-1 is still pending after 1 sends"),
+        "converges: {failures:?}"
+    );
+}
+
 /// Sends task-1 to manual review for its artifact, as a store that cannot
 /// confirm a put does: what `converges` then excuses.
 fn review_artifact(world: &mut World) {

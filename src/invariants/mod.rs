@@ -234,7 +234,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: CONVERGES,
-        statement: "after the faults stop and the system drains: every task terminal or in manual review with an enumerated reason, every outbox row published, no effect unknown or started outside review, nothing in flight but dead letters, every poison failure's message in the dead-letter queue, every dead letter the operator replayed replayed by a task, every read model and cached view current or absent (a task in manual review for a dead letter excepted: the review owns what that message left undone); and retention happens: no idempotency record is kept past the reconcile tick it was due at, and every settled task whose record expired, outside review, is compacted, keeping none of its outbox or inbox rows",
+        statement: "after the faults stop and the system drains: every task terminal or in manual review with an enumerated reason, every outbox row published, no effect unknown or started outside review, nothing in flight but dead letters, every client request ended (answered, given up after its budget, or lost with its client), every poison failure's message in the dead-letter queue, every dead letter the operator replayed replayed by a task, every read model and cached view current or absent (a task in manual review for a dead letter excepted: the review owns what that message left undone); and retention happens: no idempotency record is kept past the reconcile tick it was due at, and every settled task whose record expired, outside review, is compacted, keeping none of its outbox or inbox rows",
     },
 ];
 

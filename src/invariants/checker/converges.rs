@@ -40,6 +40,16 @@ impl World {
                 failures.push(format!("{} is not published", row.id));
             }
         }
+        // Every request ends: answered, given up after its budget, or lost
+        // with the client that made it. A request still pending once the
+        // run is quiet has no wake left that could end it.
+        for (request, outgoing) in self.outgoing.iter() {
+            failures.push(format!(
+                "{request} of client-{} is still pending after {} sends",
+                outgoing.client + 1,
+                outgoing.sends
+            ));
+        }
         for entry in self.broker.entries.values() {
             failures.push(format!(
                 "{} ({}, {}) is still in {}",
