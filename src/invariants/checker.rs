@@ -226,9 +226,10 @@ struct RecordView {
 impl Checker {
     /// The checker's part of a world's identity (see `World::identity`):
     /// what it remembers of tasks, event ids, inbox rows, open deliveries,
-    /// keys, store calls, the handler version of each worker's
-    /// transform and the sends of each pending request. Its round counter and per-round caches are left out:
-    /// they only spare repeated reads within one step's checks;
+    /// keys, store calls, the handler version of each worker's transform
+    /// and the sends of each pending request. Its round counter and
+    /// per-round caches are left out: they only spare repeated reads
+    /// within one step's checks;
     /// so are the unsettled compactions, noted and reported within one
     /// step; the last step whose store calls were counted, a step number;
     /// and a live mirror's settled ledger outcomes, which after every
