@@ -214,13 +214,16 @@ impl World {
         self.end_request(id);
     }
 
-    /// The client is done with request `id`: answered, given up, or gone
-    /// with its incarnation.
+    /// The client is done with request `id`: answered, or gone with its
+    /// incarnation. The checker forgets its count of the request's sends.
     fn end_request(&mut self, id: RequestId) {
         self.checker.forget_request(id);
         self.drop_request(id);
     }
 
+    /// Drops a pending request and releases its intent. A give-up calls
+    /// this alone: the check that judges it reads the send count and
+    /// forgets it there.
     fn drop_request(&mut self, id: RequestId) {
         if let Some(outgoing) = self.outgoing.remove(id) {
             self.release_intent(outgoing.intent);
