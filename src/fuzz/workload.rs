@@ -80,7 +80,7 @@ pub struct Generator {
     recent: VecDeque<Recent>,
     next_intent: u64,
     pending: Option<Request>,
-    replayed: Vec<DeadLetterId>,
+    letters: LetterIndex,
     bumped: bool,
     /// The handler version the last bump set.
     handler_version: u64,
@@ -181,7 +181,7 @@ impl Generator {
             recent: VecDeque::with_capacity(RECENT_MAX),
             next_intent: 0,
             pending: None,
-            replayed: Vec::new(),
+            letters: LetterIndex::default(),
             bumped: false,
             handler_version: 1,
             outside_issued: 0,
@@ -359,18 +359,14 @@ impl Generator {
             },
             6 => self.new_create(now, true),
             7 => {
-                let poison = dead_letters.iter().find(|letter| {
-                    matches!(letter.payload, Payload::Work { .. })
-                        && letter.error_code == "UNSUPPORTED_FORMAT"
-                        && !self.replayed.contains(&letter.id)
-                });
-                match poison {
+                self.letters.catch_up(dead_letters);
+                match self.letters.first_unreplayed_poison() {
                     Some(letter) if self.bumped => {
-                        self.replayed.push(letter.id);
+                        self.letters.poison_replayed += 1;
                         self.request(
                             now,
                             RequestKind::ReplayDeadLetter {
-                                dead_letter: DeadLetterRef::Id(letter.id),
+                                dead_letter: DeadLetterRef::Id(letter),
                             },
                         )
                     }
@@ -401,10 +397,11 @@ impl Generator {
                         version: self.bump(),
                     }
                 } else {
+                    self.letters.catch_up(dead_letters);
                     RequestKind::ReplayDeadLetter {
                         dead_letter: reference_to(
                             dead_letters,
-                            any_work_letter(dead_letters, pick),
+                            self.letters.any_work_letter(dead_letters.len(), pick),
                             pick >> 30,
                         ),
                     }
@@ -428,8 +425,6 @@ impl crate::world::input::Workload for Generator {
     }
 }
 
-/// One of the work dead letters by `pick`, or, one time in (letters + 1),
-/// an id past the last letter: a replay the operator gets wrong.
 /// How an operator names the letter: by its id mostly, or by its task or
 /// its message, as found in a report (`form`: the top bits of the pick, no
 /// draw of its own). A letter that does not exist is named by id.
@@ -441,14 +436,55 @@ fn reference_to(dead_letters: &[DeadLetter], id: DeadLetterId, form: u64) -> Dea
     }
 }
 
-fn any_work_letter(dead_letters: &[DeadLetter], pick: u64) -> DeadLetterId {
-    let work = dead_letters
-        .iter()
-        .filter(|letter| letter.topic == Topic::TaskWork);
-    let count = work.clone().count() as u64;
-    match work.clone().nth((pick % (count + 1)) as usize) {
-        Some(letter) => letter.id,
-        None => DeadLetterId(u32::try_from(dead_letters.len() + 1).unwrap_or(u32::MAX)),
+/// What the generator has read of the world's dead letters, which are only
+/// ever appended and never change: the work letters and the poison ones
+/// (a work message refused as `UNSUPPORTED_FORMAT`), in id order. A replay
+/// drawn late in a long run looked at every letter of the run (a walk that
+/// grew with the run); now it reads the letters written since its last look.
+#[derive(Clone, Debug, Default)]
+struct LetterIndex {
+    /// How many of the world's letters are indexed.
+    read: usize,
+    work: Vec<DeadLetterId>,
+    poison: Vec<DeadLetterId>,
+    /// The poison letters replayed so far: always the first ones, since a
+    /// replay takes the first poison letter not yet replayed.
+    poison_replayed: usize,
+}
+
+impl LetterIndex {
+    fn catch_up(&mut self, dead_letters: &[DeadLetter]) {
+        // A world's letters only grow; fewer is another world's list (never
+        // seen), read again from the start rather than misread.
+        if self.read > dead_letters.len() {
+            *self = LetterIndex::default();
+        }
+        for letter in &dead_letters[self.read..] {
+            if letter.topic == Topic::TaskWork {
+                self.work.push(letter.id);
+            }
+            if matches!(letter.payload, Payload::Work { .. })
+                && letter.error_code == "UNSUPPORTED_FORMAT"
+            {
+                self.poison.push(letter.id);
+            }
+        }
+        self.read = dead_letters.len();
+    }
+
+    fn first_unreplayed_poison(&self) -> Option<DeadLetterId> {
+        self.poison.get(self.poison_replayed).copied()
+    }
+
+    /// One of the work letters by `pick`, or, one time in (letters + 1), an
+    /// id past the last letter of all `letters`: a replay the operator gets
+    /// wrong.
+    fn any_work_letter(&self, letters: usize, pick: u64) -> DeadLetterId {
+        let count = self.work.len() as u64;
+        match self.work.get((pick % (count + 1)) as usize) {
+            Some(id) => *id,
+            None => DeadLetterId(u32::try_from(letters + 1).unwrap_or(u32::MAX)),
+        }
     }
 }
 
@@ -470,6 +506,62 @@ mod tests {
             };
             assert_eq!(*input_document(doc, title), *Input::of(&value));
         }
+    }
+
+    fn letter(id: u32, topic: Topic, error_code: &'static str) -> DeadLetter {
+        DeadLetter {
+            id: DeadLetterId(id),
+            topic,
+            message: crate::world::engine::ids::OutboxId(id),
+            task: crate::world::engine::ids::TaskId(id),
+            payload: Payload::Work {
+                kind: crate::world::stores::db::WorkKind::TaskCreated,
+                task: crate::world::engine::ids::TaskId(id),
+                attempt: 1,
+                input_sha256: [0; 32],
+                not_before_ms: 0,
+            },
+            payload_sha256: [0; 32],
+            error_code,
+            handler_version: 1,
+            attempts: 1,
+            dead_lettered_ms: 0,
+            transient: false,
+        }
+    }
+
+    #[test]
+    fn the_letter_index_reads_new_letters_and_picks_as_a_walk_would() {
+        let letters = [
+            letter(1, Topic::TaskWork, "DELIVERY_ATTEMPTS_EXHAUSTED"),
+            letter(2, Topic::TaskWork, "UNSUPPORTED_FORMAT"),
+            letter(3, Topic::TaskEvents, "DELIVERY_ATTEMPTS_EXHAUSTED"),
+            letter(4, Topic::TaskEvents, "UNSUPPORTED_FORMAT"),
+            letter(5, Topic::TaskWork, "UNSUPPORTED_FORMAT"),
+        ];
+        let mut index = LetterIndex::default();
+        index.catch_up(&letters[..2]);
+        assert_eq!(index.first_unreplayed_poison(), Some(DeadLetterId(2)));
+        index.poison_replayed += 1;
+        assert_eq!(index.first_unreplayed_poison(), None);
+        index.catch_up(&letters);
+        // A work payload refused as unsupported is poison on either topic
+        // (as the walk over every letter judged it); work letters are the
+        // task-work topic's.
+        assert_eq!(index.first_unreplayed_poison(), Some(DeadLetterId(4)));
+        assert_eq!(
+            index.work,
+            [DeadLetterId(1), DeadLetterId(2), DeadLetterId(5)]
+        );
+        // Picks go round the work letters and one id past every letter.
+        let picked: Vec<_> = (0..5)
+            .map(|pick| index.any_work_letter(letters.len(), pick).0)
+            .collect();
+        assert_eq!(picked, [1, 2, 5, 6, 1]);
+        // Another world's shorter list is read from the start.
+        index.catch_up(&letters[..1]);
+        assert_eq!(index.work, [DeadLetterId(1)]);
+        assert_eq!(index.first_unreplayed_poison(), None);
     }
 
     #[test]
