@@ -25,13 +25,13 @@ use crate::task::Text;
 use crate::trace::{Record, Trace};
 use input::{Request, Setup, Workload};
 
-use actors::api::Call;
+use actors::api::Calls;
 use actors::client::Outgoing;
 use actors::projector::Projector;
 use actors::publisher;
 use actors::reconciler::{Reconciler, ReconcilerPhase};
 use actors::worker::{self, Worker};
-use engine::ids::{self, ActorId, ActorKind, CallId, IntentId, KeyOf, RequestId, TaskId};
+use engine::ids::{self, ActorId, ActorKind, IntentId, KeyOf, RequestId, TaskId};
 use engine::keymap::KeyMap;
 use engine::life::{Life, QueuedAt};
 use engine::schedule::{Schedule, Wake};
@@ -217,7 +217,7 @@ pub struct World {
     /// keeps the newer view (lesson 000 §13.6). Filed by task first, so
     /// that compacting a task finds its readers in one range.
     pub highest_seen: BTreeMap<(TaskId, u16), i64>,
-    pub calls: IdTable<CallId, Call>,
+    pub calls: Calls,
     next_call: u32,
     pub clients: Vec<Life>,
     pub apis: Vec<Life>,
@@ -348,7 +348,7 @@ impl World {
             outgoing: IdTable::default(),
             next_request: 0,
             highest_seen: BTreeMap::new(),
-            calls: IdTable::default(),
+            calls: Calls::default(),
             next_call: 0,
             clients: vec![Life::new(); config.clients as usize],
             apis: vec![Life::new(); config.apis as usize],

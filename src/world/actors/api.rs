@@ -8,7 +8,10 @@ use crate::task::Status;
 use crate::world::engine::ids::{RequestId, TaskId};
 use crate::world::stores::db::{Answer, Input};
 
+mod calls;
 mod steps;
+
+pub use calls::Calls;
 
 /// Where an API call is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -161,7 +161,7 @@ impl World {
         let api_up = self.apis[call.api as usize].incarnation == call.incarnation;
         match next {
             Some(phase) if api_up => {
-                self.calls.get_mut(call_id).expect("call exists").phase = phase;
+                self.calls.set_phase(call_id, phase);
                 let delay = self.latency();
                 let at = self.now + self.stretched(actor, delay);
                 self.schedule(at, Wake::Call(call_id));

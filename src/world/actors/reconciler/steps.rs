@@ -444,10 +444,7 @@ impl World {
                 worker.job.as_ref().is_some_and(|job| job.task == task)
                     || worker.mailbox.iter().any(|(_, _, d)| d.task == task)
             })
-            || self
-                .calls
-                .values()
-                .any(|call| call.task_held() == Some(task))
+            || self.calls.hold_task(task)
             || self.claimed_by_a_publisher(task);
         if in_flight {
             return false;
