@@ -415,69 +415,67 @@ impl World {
 
     /// Lazy recovery of one task in ONE read: the latest snapshot whose
     /// checks pass, the later events, and the state row to compare with.
+    ///
+    /// The row is read in place: what the read finds is judged while it is
+    /// borrowed, and the reports and counters that need the world
+    /// mutably follow, in the order they were found. (Copying the events,
+    /// the snapshots and the state row out first, to be free of the
+    /// borrow, cost a vector and a reference count per event at every
+    /// rebuild.)
     fn rebuild(&mut self, task: TaskId) {
+        let policy = self.config.cancel_policy;
+        let trust = self.mutant == Some(Mutant::TrustSnapshot);
         let row = self.db.task(task);
-        let row_state = row.state.clone();
-        // Shared, not copied: `report_snapshot` below needs `&mut self`.
-        let events: Vec<Arc<TaskEvent>> = row
-            .events
-            .iter()
-            .map(|stored| Arc::clone(&stored.event))
-            .collect();
+        let row_state = &row.state;
         let applied: Vec<(Text, Sha)> = row
             .events
             .iter()
             .map(|stored| (stored.event.event_id.clone(), stored.payload_sha256))
             .collect();
-        let snapshots = row.snapshots.clone();
-        let policy = self.config.cancel_policy;
-        let task_text = row_state.task_id.clone();
-        let trust = self.mutant == Some(Mutant::TrustSnapshot);
+        let events = || row.events.iter().map(|stored| &*stored.event);
+        // Snapshots refused, newest first, with why; and how many failed
+        // their hash.
+        let mut refused: Vec<(i64, &'static str)> = Vec::new();
+        let mut stale = 0;
         let mut start = None;
-        for snapshot in snapshots.iter().rev() {
+        for snapshot in row.snapshots.iter().rev() {
             let hash_checks = state_sha256(&snapshot.state) == snapshot.state_sha256;
             if !hash_checks {
                 // What a `corrupt` snapshot write leaves: the damage landed
                 // after hashing.
-                self.sometimes("snapshot-hash-stale");
+                stale += 1;
             }
             let sound = hash_checks
-                && snapshot.state.task_id == task_text
+                && snapshot.state.task_id == row_state.task_id
                 && snapshot.state.version == snapshot.through_sequence;
             if sound || trust {
-                start = Some(snapshot.clone());
+                start = Some(snapshot);
                 break;
             }
-            self.report_snapshot(task, snapshot.through_sequence, "SNAPSHOT_HASH_MISMATCH");
+            refused.push((snapshot.through_sequence, "SNAPSHOT_HASH_MISMATCH"));
         }
         let mut outcome = "rebuilt-from-events";
         let mut state = None;
-        if let Some(snapshot) = &start {
-            let later = events
-                .iter()
-                .map(|event| &**event)
-                .filter(|event| event.sequence > snapshot.through_sequence);
+        let mut from_snapshot = None;
+        if let Some(snapshot) = start {
+            let later = events().filter(|event| event.sequence > snapshot.through_sequence);
             match fold(snapshot.state.clone(), later, policy) {
-                Ok(rebuilt) if rebuilt == row_state || trust => {
+                Ok(rebuilt) if rebuilt == *row_state || trust => {
                     outcome = "rebuilt-from-snapshot";
-                    self.sometimes("snapshot-used");
+                    from_snapshot = Some(true);
                     state = Some(rebuilt);
                 }
                 _ => {
                     // A snapshot whose hash matches its damaged state
                     // (`corrupt-rehashed`): only the replay shows it.
-                    self.sometimes("snapshot-replay-mismatch");
-                    self.report_snapshot(task, snapshot.through_sequence, "SNAPSHOT_MISMATCH");
+                    from_snapshot = Some(false);
+                    refused.push((snapshot.through_sequence, "SNAPSHOT_MISMATCH"));
                 }
             }
         }
         let state = match state {
             Some(state) => state,
-            None => match fold(
-                initial_state(task_text),
-                events.iter().map(|event| &**event),
-                policy,
-            ) {
+            None => match fold(initial_state(row_state.task_id.clone()), events(), policy) {
                 Ok(rebuilt) => rebuilt,
                 Err(_) => {
                     outcome = "REPLAY_FAILED";
@@ -485,6 +483,17 @@ impl World {
                 }
             },
         };
+        for _ in 0..stale {
+            self.sometimes("snapshot-hash-stale");
+        }
+        match from_snapshot {
+            Some(true) => self.sometimes("snapshot-used"),
+            Some(false) => self.sometimes("snapshot-replay-mismatch"),
+            None => {}
+        }
+        for (through_sequence, reason) in refused {
+            self.report_snapshot(task, through_sequence, reason);
+        }
         self.rec.outcome = outcome;
         self.rec.version = Some(state.version);
         self.projector.models.insert(task, Model { state, applied });
