@@ -25,7 +25,7 @@ use crate::task::Text;
 use crate::trace::{Record, Trace};
 use input::{Request, Setup, Workload};
 
-use actors::api::Calls;
+use actors::api::calls::Calls;
 use actors::client::Outgoing;
 use actors::projector::Projector;
 use actors::publisher;

@@ -8,10 +8,8 @@ use crate::task::Status;
 use crate::world::engine::ids::{RequestId, TaskId};
 use crate::world::stores::db::{Answer, Input};
 
-mod calls;
+pub mod calls;
 mod steps;
-
-pub use calls::Calls;
 
 /// Where an API call is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
