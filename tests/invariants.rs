@@ -1347,6 +1347,36 @@ fn converges_fires_for_a_request_left_pending() {
     );
 }
 
+#[test]
+fn converges_fires_for_a_call_left_in_flight() {
+    use sim::world::actors::api::{ApiPhase, Call};
+    use sim::world::actors::client::ClientOp;
+    use sim::world::engine::ids::{CallId, RequestId};
+    use sim::world::input::Target;
+    let mut world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    world.calls.insert(
+        CallId(99),
+        Call {
+            request: RequestId(7),
+            op: ClientOp::Read {
+                target: Target::Task(TASK),
+            },
+            intent: None,
+            api: 0,
+            incarnation: 1,
+            phase: ApiPhase::Arrive,
+        },
+    );
+    let failures = world.convergence_failures();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f == "call-99 (request-7) is still in flight at api-1"),
+        "converges: {failures:?}"
+    );
+}
+
 /// Sends task-1 to manual review for its artifact, as a store that cannot
 /// confirm a put does: what `converges` then excuses.
 fn review_artifact(world: &mut World) {

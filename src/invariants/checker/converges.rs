@@ -50,6 +50,17 @@ impl World {
                 outgoing.sends
             ));
         }
+        // Every API call ends too: answered (its last step takes it out),
+        // or forgotten with the API that crashed under it. One still held
+        // once the run is quiet has no wake left to step it: volatile state
+        // the API keeps, and any intent it carries, for good.
+        for (call, held) in self.calls.iter() {
+            failures.push(format!(
+                "{call} ({}) is still in flight at api-{}",
+                held.request,
+                held.api + 1
+            ));
+        }
         for entry in self.broker.entries.values() {
             failures.push(format!(
                 "{} ({}, {}) is still in {}",
