@@ -1377,6 +1377,38 @@ fn converges_fires_for_a_call_left_in_flight() {
     );
 }
 
+#[test]
+fn converges_fires_for_an_intent_still_carried() {
+    use sim::world::engine::ids::IntentId;
+    use sim::world::truth::intents::Intent;
+    let mut world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    let intent = Intent {
+        key: sim::task::Text::from("key-000099"),
+        fingerprint: [0; 32],
+        first: None,
+        carried: 0,
+        malformed: None,
+    };
+    // Carried by nothing: held for an answer it may bind, not a failure.
+    world.intents.insert(IntentId(99), intent.clone());
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    world.intents.insert(
+        IntentId(99),
+        Intent {
+            carried: 1,
+            ..intent
+        },
+    );
+    let failures = world.convergence_failures();
+    assert!(
+        failures.iter().any(
+            |f| f == "intent-99 (key-000099) is still carried 1 time(s) with nothing in flight"
+        ),
+        "converges: {failures:?}"
+    );
+}
+
 /// Sends task-1 to manual review for its artifact, as a store that cannot
 /// confirm a put does: what `converges` then excuses.
 fn review_artifact(world: &mut World) {

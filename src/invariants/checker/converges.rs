@@ -61,6 +61,17 @@ impl World {
                 held.api + 1
             ));
         }
+        // And with them the ground truth's hold on their intents: an intent
+        // still counted as carried once nothing carries it would be kept,
+        // and bind later creates, for the rest of the run.
+        for (intent, row) in self.intents.iter() {
+            if row.carried > 0 {
+                failures.push(format!(
+                    "{intent} ({}) is still carried {} time(s) with nothing in flight",
+                    row.key, row.carried
+                ));
+            }
+        }
         for entry in self.broker.entries.values() {
             failures.push(format!(
                 "{} ({}, {}) is still in {}",
