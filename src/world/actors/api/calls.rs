@@ -34,12 +34,10 @@ impl Calls {
         self.table.get(id)
     }
 
+    /// Adds call `id`, a fresh id (`World::next_call_id` counts them).
     pub fn insert(&mut self, id: CallId, call: Call) {
+        debug_assert!(self.table.get(id).is_none(), "{id} is already in flight");
         self.hold(call.task_held());
-        if let Some(replaced) = self.table.get(id) {
-            let held = replaced.task_held();
-            self.release(held);
-        }
         self.table.insert(id, call);
     }
 
