@@ -1338,11 +1338,17 @@ fn converges_fires_for_a_request_left_pending() {
             incarnation: 1,
         },
     );
+    fails_to_converge_with(
+        &world,
+        "request-99 of client-1 is still pending after 1 sends",
+    );
+}
+
+/// Asserts that `converges` reports `line` among the world's failures.
+fn fails_to_converge_with(world: &World, line: &str) {
     let failures = world.convergence_failures();
     assert!(
-        failures
-            .iter()
-            .any(|f| f == "request-99 of client-1 is still pending after 1 sends"),
+        failures.iter().any(|f| f == line),
         "converges: {failures:?}"
     );
 }
@@ -1368,13 +1374,7 @@ fn converges_fires_for_a_call_left_in_flight() {
             phase: ApiPhase::Arrive,
         },
     );
-    let failures = world.convergence_failures();
-    assert!(
-        failures
-            .iter()
-            .any(|f| f == "call-99 (request-7) is still in flight at api-1"),
-        "converges: {failures:?}"
-    );
+    fails_to_converge_with(&world, "call-99 (request-7) is still in flight at api-1");
 }
 
 #[test]
@@ -1400,12 +1400,9 @@ fn converges_fires_for_an_intent_still_carried() {
             ..intent
         },
     );
-    let failures = world.convergence_failures();
-    assert!(
-        failures.iter().any(
-            |f| f == "intent-99 (key-000099) is still carried 1 time(s) with nothing in flight"
-        ),
-        "converges: {failures:?}"
+    fails_to_converge_with(
+        &world,
+        "intent-99 (key-000099) is still carried 1 time(s) with nothing in flight",
     );
 }
 
