@@ -10,7 +10,7 @@ use crate::prng::{Prng, Stream};
 use crate::task::Policy;
 use crate::world::engine::step::{Action, STEP_NAMES, Verb};
 
-use super::workload::WorkloadMix;
+use super::workload::{LIVE_TASKS_MAX, REQUESTS_IN_FLIGHT_MAX, WorkloadMix};
 
 /// What one seed drew.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,6 +148,8 @@ pub fn draw(seed: u64) -> Draw {
         outside: 0,
         operator: 0,
         malformed: 0,
+        live_tasks_max: LIVE_TASKS_MAX,
+        requests_in_flight_max: REQUESTS_IN_FLIGHT_MAX,
     };
     draw_rates(&mut rng, true);
     // Drawn last, so the earlier draws of a seed keep their values.

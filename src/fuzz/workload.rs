@@ -44,7 +44,29 @@ pub struct WorkloadMix {
     /// long, a character the pattern refuses), an input with no string
     /// `doc`, or a key just inside the pattern (6 or 80 characters).
     pub malformed: u32,
+    /// The client waits while the world holds this many live tasks
+    /// (created and not yet compacted): a closed loop. An open loop that
+    /// outruns its pipeline (one worker, creates every few milliseconds)
+    /// spends a long run queueing tasks no worker reaches until the
+    /// drain, where no fault fires, and its memory grows with the queue.
+    /// The bound is above what any of seeds 1-300 reaches in 10^4 steps
+    /// (they run the same with it as without), so the detection
+    /// campaigns of that length are untouched.
+    pub live_tasks_max: u64,
+    /// The client also waits while this many of its requests are in
+    /// flight: an API that falls behind (one API, paused) otherwise meets
+    /// a flood that grows for as long as the run. Every request sent is a
+    /// step, so no run of fewer fault steps than this bound reaches it.
+    pub requests_in_flight_max: u64,
 }
+
+/// See `WorkloadMix::live_tasks_max`.
+pub const LIVE_TASKS_MAX: u64 = 2048;
+/// See `WorkloadMix::requests_in_flight_max`.
+pub const REQUESTS_IN_FLIGHT_MAX: u64 = 16_384;
+
+/// Waits in a row before a waiting client polls (`Generator::wait`).
+const WAITS_BEFORE_POLL: u32 = 64;
 
 impl Default for WorkloadMix {
     fn default() -> WorkloadMix {
@@ -61,6 +83,8 @@ impl Default for WorkloadMix {
             outside: 0,
             operator: 0,
             malformed: 0,
+            live_tasks_max: LIVE_TASKS_MAX,
+            requests_in_flight_max: REQUESTS_IN_FLIGHT_MAX,
         }
     }
 }
@@ -89,6 +113,12 @@ pub struct Generator {
     /// Creates at the edges of the key and input checks issued, for keys
     /// of their own.
     edges_issued: u64,
+    /// See `WorkloadMix::live_tasks_max`.
+    live_tasks_max: u64,
+    /// See `WorkloadMix::requests_in_flight_max`.
+    requests_in_flight_max: u64,
+    /// Requests not issued in a row, the client being at its bound.
+    waits: u32,
 }
 
 const RECENT_MAX: usize = 64;
@@ -186,6 +216,9 @@ impl Generator {
             handler_version: 1,
             outside_issued: 0,
             edges_issued: 0,
+            live_tasks_max: mix.live_tasks_max,
+            requests_in_flight_max: mix.requests_in_flight_max,
+            waits: 0,
         }
     }
 
@@ -301,11 +334,40 @@ impl Generator {
         self.handler_version
     }
 
-    /// The next request at `now` and the gap before the one after it.
-    pub fn next(&mut self, now: u64, world: &Observed) -> (Request, u64) {
+    /// A client at one of its bounds (live tasks, requests in flight) waits: no request, only the
+    /// gap. Every `WAITS_BEFORE_POLL`th wait in a row it reads the status
+    /// of a recent task instead, so a world in which nothing is ever
+    /// compacted (a protocol bug that stops the pipeline) still takes
+    /// steps and its run ends. `None` when there is no task to read: the
+    /// draw goes on as usual.
+    fn wait(&mut self, now: u64) -> Option<(Option<Request>, u64)> {
+        let gap = self.rng.range(1, self.gap_ms_max);
+        self.waits += 1;
+        if self.waits < WAITS_BEFORE_POLL {
+            return Some((None, gap));
+        }
+        self.waits = 0;
+        let key = self.recent_key()?;
+        let target = Target::Key(key);
+        let poll = self.request(now, RequestKind::ReadStatus { target });
+        Some((Some(poll), gap))
+    }
+
+    /// The next request at `now` and the gap before the one after it, or
+    /// only the gap while the client waits for the world to catch up.
+    pub fn next(&mut self, now: u64, world: &Observed) -> (Option<Request>, u64) {
         let dead_letters = world.dead_letters;
         if let Some(request) = self.pending.take() {
-            return (request, self.rng.range(1, self.gap_ms_max));
+            return (Some(request), self.rng.range(1, self.gap_ms_max));
+        }
+        if world.live_tasks >= self.live_tasks_max
+            || world.requests_in_flight >= self.requests_in_flight_max
+        {
+            if let Some(wait) = self.wait(now) {
+                return wait;
+            }
+        } else {
+            self.waits = 0;
         }
         let gap = self.rng.range(1, self.gap_ms_max);
         let mut pick = self.rng.below(self.total);
@@ -324,7 +386,7 @@ impl Generator {
                 let mut twin = request.clone();
                 twin.api = Some((request.api.unwrap_or(0) + 1) % self.apis);
                 self.pending = Some(twin);
-                return (request, 0);
+                return (Some(request), 0);
             }
             2 => match self.recent() {
                 Some(Recent { key, input }) => {
@@ -411,12 +473,12 @@ impl Generator {
             10 => self.edge_create(now),
             _ => self.new_create(now, false),
         };
-        (request, gap)
+        (Some(request), gap)
     }
 }
 
 impl crate::world::input::Workload for Generator {
-    fn next(&mut self, now: u64, world: &Observed) -> (Request, u64) {
+    fn next(&mut self, now: u64, world: &Observed) -> (Option<Request>, u64) {
         Generator::next(self, now, world)
     }
 
@@ -491,6 +553,7 @@ impl LetterIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::stores::db::Db;
     use serde_json::json;
 
     #[test]
@@ -562,6 +625,45 @@ mod tests {
         index.catch_up(&letters[..1]);
         assert_eq!(index.work, [DeadLetterId(1)]);
         assert_eq!(index.first_unreplayed_poison(), None);
+    }
+
+    #[test]
+    fn a_client_at_a_bound_waits_and_polls_every_so_often() {
+        let mix = WorkloadMix {
+            live_tasks_max: 3,
+            requests_in_flight_max: 5,
+            ..WorkloadMix::default()
+        };
+        let mut generator = Generator::new(7, &mix, 1, 1);
+        let db = Db::default();
+        let observed = |live_tasks, requests_in_flight| Observed {
+            dead_letters: &[],
+            db: &db,
+            live_tasks,
+            requests_in_flight,
+        };
+        // At its bound before any create, the client has nothing to poll:
+        // it waits, and after that many waits it draws as usual.
+        for _ in 1..WAITS_BEFORE_POLL {
+            assert!(generator.next(0, &observed(3, 0)).0.is_none());
+        }
+        assert!(generator.next(0, &observed(3, 0)).0.is_some());
+        while generator.recent.is_empty() {
+            assert!(generator.next(0, &observed(2, 4)).0.is_some());
+        }
+        for (live, in_flight) in [(3, 0), (0, 5), (9, 9)] {
+            for wait in 1..WAITS_BEFORE_POLL {
+                let (request, gap) = generator.next(0, &observed(live, in_flight));
+                assert!(request.is_none(), "{live} {in_flight}, wait {wait}");
+                assert!((1..=mix.gap_ms_max).contains(&gap));
+            }
+            let (poll, _) = generator.next(0, &observed(live, in_flight));
+            let kind = poll.expect("the poll").kind;
+            assert!(matches!(kind, RequestKind::ReadStatus { .. }), "{kind:?}");
+        }
+        // Below both bounds the waits start over.
+        assert!(generator.next(0, &observed(2, 4)).0.is_some());
+        assert!(generator.next(0, &observed(3, 4)).0.is_none());
     }
 
     #[test]

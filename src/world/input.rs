@@ -32,16 +32,22 @@ pub struct Setup {
 pub struct Observed<'a> {
     pub dead_letters: &'a [DeadLetter],
     pub db: &'a Db,
+    /// Tasks created and not yet compacted: what the world still holds of
+    /// the work asked of it (rows, messages, records, histories).
+    pub live_tasks: u64,
+    /// Client requests sent and not yet answered or given up.
+    pub requests_in_flight: u64,
 }
 
 /// A source of requests drawn while the world runs (the fuzz workload).
 /// The world asks for the next request when the previous one's gap has
 /// passed, and stops asking when its workload is switched off.
 pub trait Workload: Send {
-    /// The request to issue now, and the gap in virtual milliseconds until
-    /// the next one. It may look at the world (replays name dead letters,
-    /// outside producers copy and alter stored events).
-    fn next(&mut self, now: u64, world: &Observed) -> (Request, u64);
+    /// The request to issue now (none while the workload waits), and the
+    /// gap in virtual milliseconds until it is asked again. It may look at
+    /// the world (replays name dead letters, outside producers copy and
+    /// alter stored events, a client waits while the world is behind).
+    fn next(&mut self, now: u64, world: &Observed) -> (Option<Request>, u64);
 
     /// A copy drawing the same requests from here on (a forked world's).
     fn fork(&self) -> Box<dyn Workload>;

@@ -176,6 +176,8 @@ pub struct Counters {
     pub rejections: BTreeMap<&'static str, u64>,
     pub races: BTreeMap<&'static str, u64>,
     pub tasks_terminal: u64,
+    /// Tasks whose retention ended and whose row was compacted.
+    pub tasks_compacted: u64,
     pub invariant_checks: u64,
     /// Steps taken, by name (`worker.put`).
     pub steps_by_action: StepCounts,
@@ -905,10 +907,15 @@ impl World {
         let observed = input::Observed {
             dead_letters: &self.broker.dead_letters,
             db: &self.db,
+            live_tasks: self.db.tasks.len() as u64 - self.counters.tasks_compacted,
+            requests_in_flight: self.outgoing.len() as u64,
         };
         let (request, gap) = workload.next(self.now, &observed);
         let at = self.now + gap;
         self.schedule(at, Wake::Workload);
-        self.issue(request)
+        match request {
+            Some(request) => self.issue(request),
+            None => false,
+        }
     }
 }

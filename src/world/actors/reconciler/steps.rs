@@ -460,6 +460,7 @@ impl World {
             return true;
         }
         self.sometimes("task-compacted");
+        self.counters.tasks_compacted += 1;
         let row = self.db.task_mut(task);
         row.compacted = true;
         row.events = Vec::new();
