@@ -301,3 +301,45 @@ fn a_world_that_never_compacts_still_runs_to_its_steps() {
     assert!(outcome.fault_steps >= 20_000);
     assert!(world.db.tasks.len() < 30, "{} tasks", world.db.tasks.len());
 }
+
+/// A reproducer replays the turns the fuzz client waited through (written
+/// as `waits` and `wait_ms` on the request after them), so its requests
+/// take the same places among the world's wakes: the written-out run has
+/// the fuzz run's trace, byte for byte, from the client's first wait on.
+#[test]
+fn a_reproducer_replays_the_turns_a_waiting_client_let_pass() {
+    use sim::fuzz::campaign::reproducer;
+    use sim::scenario::parse::parse;
+    use sim::scenario::write::to_toml;
+    let steps = 20_000;
+    let mut draw = sim::fuzz::swarm::draw(1);
+    draw.mix.live_tasks_max = 40;
+    let (scenario, mut world) = sim::fuzz::campaign::world_of_draw(1, steps, None, &draw);
+    world.keep_request_log = true;
+    let outcome = sim::simulate::simulate(&mut world, steps, |_, _| {});
+    let waited: Vec<u32> = world
+        .requests
+        .iter()
+        .map(|r| r.waits)
+        .filter(|w| *w > 0)
+        .collect();
+    assert!(
+        waited.len() > 100,
+        "the client waited {} times",
+        waited.len()
+    );
+    assert!(waited.contains(&63), "and polled");
+    let text = to_toml(&reproducer(&scenario, &world, &outcome));
+    assert!(text.contains("\nwaits = 63\nwait_ms = "), "written out");
+    let repro = parse(&text, None).expect("a reproducer parses");
+    // What a reproducer writes of a request (an operator's names no
+    // client or API).
+    let written = |r: &sim::world::input::Request| (r.at_ms, r.kind.clone(), r.waits, r.wait_ms);
+    let differs =
+        (repro.requests.iter().zip(&world.requests)).position(|(r, w)| written(r) != written(w));
+    assert_eq!(differs, None, "the first request read back otherwise");
+    assert_eq!(repro.requests.len(), world.requests.len());
+    let replayed = sim::run::execute(&repro, sim::run::world_for(&repro), |_, _| {});
+    assert_eq!(replayed.world.steps, world.steps);
+    assert_eq!(replayed.world.trace.sha256(), world.trace.sha256());
+}

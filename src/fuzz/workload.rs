@@ -236,6 +236,8 @@ impl Generator {
             kind,
             client,
             api: Some(api),
+            waits: 0,
+            wait_ms: 0,
         }
     }
 
@@ -341,7 +343,9 @@ impl Generator {
     /// steps and its run ends. `None` when there is no task to read: the
     /// draw goes on as usual.
     fn wait(&mut self, now: u64) -> Option<(Option<Request>, u64)> {
-        let gap = self.rng.range(1, self.gap_ms_max);
+        // A fixed gap, drawn from nothing: a reproducer writes a run of
+        // waits as their count and this gap.
+        let gap = self.gap_ms_max;
         self.waits += 1;
         if self.waits < WAITS_BEFORE_POLL {
             return Some((None, gap));

@@ -409,12 +409,14 @@ impl Parser<'_> {
                 }
             };
             for (key, span, _) in entries(table) {
-                if key != "at" && key != "kind" && !allowed.contains(&key) {
+                let turns = ["waits", "wait_ms"];
+                if key != "at" && key != "kind" && !allowed.contains(&key) && !turns.contains(&key)
+                {
                     return Err(self.error(
                         span,
                         &field(key),
                         format!(
-                            "unknown key for a `{kind}` request; expected at, kind, {}",
+                            "unknown key for a `{kind}` request; expected at, kind, {}, waits, wait_ms",
                             allowed.join(", ")
                         ),
                     ));
@@ -545,11 +547,28 @@ impl Parser<'_> {
                 ),
                 None => None,
             };
+            let waits = match table.get("waits") {
+                Some(value) => self.integer(value, &field("waits"), 0, u64::from(u32::MAX))? as u32,
+                None => 0,
+            };
+            let wait_ms = match table.get("wait_ms") {
+                Some(value) => self.integer(value, &field("wait_ms"), 1, 1_000_000)?,
+                None if waits > 0 => {
+                    return Err(self.error(
+                        item.span(),
+                        &field("wait_ms"),
+                        "is missing; a request with `waits` needs the time between them",
+                    ));
+                }
+                None => 0,
+            };
             requests.push(Request {
                 at_ms,
                 kind,
                 client,
                 api,
+                waits,
+                wait_ms,
             });
         }
         Ok(requests)

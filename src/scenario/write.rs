@@ -62,6 +62,13 @@ fn request_toml(request: &Request) -> String {
     let mut out = String::from("[[requests]]\n");
     let _ = writeln!(out, "at = {}", request.at_ms);
     let _ = writeln!(out, "kind = {}", quote(request.kind.name()));
+    if request.waits > 0 {
+        let _ = writeln!(
+            out,
+            "waits = {}\nwait_ms = {}",
+            request.waits, request.wait_ms
+        );
+    }
     if request.kind.from_client() {
         let _ = writeln!(out, "client = \"client-{}\"", request.client + 1);
         if let Some(api) = request.api {

@@ -37,6 +37,9 @@ impl World {
             mutant: _,
             seed: _,
             script: _,
+            // The fuzz workload's (not part of a check's world).
+            workload_waits: _,
+            workload_wait_ms: _,
             worker_names: _,
             compacted_input: _,
             invariants_on: _,
@@ -99,6 +102,7 @@ impl World {
             store_down_until,
             broker_down_until,
             replays_owed,
+            scripted_waits,
         } = self;
         let mut wakes = queue.entries();
         wakes.sort();
@@ -128,6 +132,7 @@ impl World {
             store_down_until,
             broker_down_until,
             replays_owed,
+            scripted_waits,
         )
             .hash(state);
     }

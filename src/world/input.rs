@@ -140,4 +140,18 @@ pub struct Request {
     pub client: u16,
     /// 0-based API index the first send goes to; round-robin when absent.
     pub api: Option<u16>,
+    /// Turns the fuzz client let pass before this request, one every
+    /// `wait_ms`, holding off at a bound of its workload: a reproducer
+    /// replays each as a wake that does nothing, so that its requests take
+    /// their places among the world's wakes exactly as in the fuzz run.
+    pub waits: u32,
+    pub wait_ms: u64,
+}
+
+impl Request {
+    /// When the request's first turn comes: its time, less its waits.
+    pub fn first_turn_ms(&self) -> u64 {
+        let waited = u64::from(self.waits).saturating_mul(self.wait_ms);
+        self.at_ms.saturating_sub(waited)
+    }
 }

@@ -209,6 +209,12 @@ pub struct World {
     pub handler_version: u64,
     /// The scenario's requests, in time order.
     script: Vec<Request>,
+    /// Turns the next scripted request has waited through.
+    scripted_waits: u32,
+    /// Turns the fuzz workload let pass since its last request, and the
+    /// gap between them: logged with the next request (`Request::waits`).
+    workload_waits: u32,
+    workload_wait_ms: u64,
     /// Every request issued so far, scripted or generated, while
     /// `keep_request_log` is on: what a reproducer replays.
     pub requests: Vec<Request>,
@@ -346,6 +352,9 @@ impl World {
             cache: Cache::default(),
             handler_version: config.handler_version,
             script: Vec::new(),
+            scripted_waits: 0,
+            workload_waits: 0,
+            workload_wait_ms: 0,
             requests: Vec::new(),
             outgoing: IdTable::default(),
             next_request: 0,
@@ -396,7 +405,7 @@ impl World {
         let mut script = requests;
         script.sort_by_key(|request| request.at_ms);
         if let Some(first) = script.first() {
-            world.schedule(first.at_ms, Wake::Issue(0));
+            world.schedule(first.first_turn_ms(), Wake::Issue(0));
         }
         world.script = script;
         if world.workload.is_some() {
@@ -405,13 +414,23 @@ impl World {
         world
     }
 
-    /// Issues scripted request `index` and schedules the next one.
+    /// Issues scripted request `index` and schedules the next one's first
+    /// turn; a turn the request waits through does nothing but schedule
+    /// the next (see `Request::waits`).
     fn issue_scripted(&mut self, index: usize) -> bool {
         if !self.workload_on {
             return false;
         }
+        let waits = self.script[index].waits;
+        if self.scripted_waits < waits {
+            self.scripted_waits += 1;
+            let at = self.now + self.script[index].wait_ms;
+            self.schedule(at, Wake::Issue(index as u32));
+            return false;
+        }
+        self.scripted_waits = 0;
         if let Some(next) = self.script.get(index + 1) {
-            let at = next.at_ms.max(self.now);
+            let at = next.first_turn_ms().max(self.now);
             self.schedule(at, Wake::Issue(index as u32 + 1));
         }
         let request = self.script[index].clone();
@@ -914,8 +933,20 @@ impl World {
         let at = self.now + gap;
         self.schedule(at, Wake::Workload);
         match request {
-            Some(request) => self.issue(request),
-            None => false,
+            Some(mut request) => {
+                request.waits = std::mem::take(&mut self.workload_waits);
+                request.wait_ms = if request.waits > 0 {
+                    self.workload_wait_ms
+                } else {
+                    0
+                };
+                self.issue(request)
+            }
+            None => {
+                self.workload_waits += 1;
+                self.workload_wait_ms = gap;
+                false
+            }
         }
     }
 }
