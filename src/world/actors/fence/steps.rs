@@ -252,6 +252,13 @@ impl World {
     }
 
     fn fence_hide(&mut self, fence: &mut Fence) -> FenceProgress {
+        // The check that sends a fence round again asks this first; a hide
+        // the store refused sends it back through a read instead, which
+        // may lead here with the budget spent.
+        if fence.hides >= self.config.store_calls_max as u32 {
+            self.rec.outcome = "STORE_UNAVAILABLE";
+            return FenceProgress::Abort("STORE_UNAVAILABLE");
+        }
         let token = fence.token();
         if fence.compensating {
             self.plan_compensation(fence);
