@@ -22,6 +22,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Vec<&'static str>)> {
         ("no-such-actor", format!("{GOOD_HEAD}[[faults]]\nsite = \"crash\"\nactor = \"worker-3\"\nnth = 1\n").into_bytes(), vec![":6:9", "`faults[0].actor`", "does not exist"]),
         ("bad-event", format!("{GOOD_HEAD}[[requests]]\nat = 0\nkind = \"append-event\"\nevent = {{ type = \"TaskStarted\" }}\n").into_bytes(), vec![":7:9", "`requests[0].event`", "not a well-typed TaskEvent"]),
         ("waits-without-wait-ms", format!("{GOOD_HEAD}[[requests]]\nat = 9\nkind = \"bump-handler-version\"\nversion = 2\nwaits = 3\n").into_bytes(), vec![":4:1", "`requests[0].wait_ms`", "is missing", "`waits`"]),
+        ("waits-before-zero", format!("{GOOD_HEAD}[[requests]]\nat = 5\nkind = \"bump-handler-version\"\nversion = 2\nwaits = 3\nwait_ms = 10\n").into_bytes(), vec![":4:1", "`requests[0].waits`", "start before 0 ms"]),
         ("empty", Vec::new(), vec!["is empty"]),
         ("whitespace-only", b"  \n\n".to_vec(), vec!["is empty"]),
         ("non-utf8", b"name = \"b\xffad\"\n".to_vec(), vec![":1:10", "not valid UTF-8"]),

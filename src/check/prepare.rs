@@ -2,7 +2,10 @@
 //! step takes no time (`latency_ms_min = latency_ms_max = 0`), since which
 //! wake fires next is the checker's choice rather than the drawn delays';
 //! expectations are dropped (a check judges invariants only); scripted
-//! faults stay unless asked otherwise.
+//! faults stay unless asked otherwise; a request's waits are dropped (a
+//! turn passed without a request only placed it among its millisecond's
+//! wakes, and the checker tries every placement anyway: each wait would be
+//! a level of the search of its own).
 
 use crate::faults::FaultRates;
 use crate::mutants::Mutant;
@@ -23,6 +26,10 @@ pub fn prepare(scenario: &Scenario, keep_faults: bool, mutant: Option<Mutant>) -
     }
     checked.expect = Expect::default();
     checked.schedule.clear();
+    for request in &mut checked.requests {
+        request.waits = 0;
+        request.wait_ms = 0;
+    }
     checked
 }
 

@@ -547,8 +547,10 @@ impl Parser<'_> {
                 ),
                 None => None,
             };
+            // A fuzz client logs at most 63 waits before a request; the
+            // bound keeps a hand-written count from spinning for hours.
             let waits = match table.get("waits") {
-                Some(value) => self.integer(value, &field("waits"), 0, u64::from(u32::MAX))? as u32,
+                Some(value) => self.integer(value, &field("waits"), 0, 1_000_000)? as u32,
                 None => 0,
             };
             let wait_ms = match table.get("wait_ms") {
@@ -562,6 +564,15 @@ impl Parser<'_> {
                 }
                 None => 0,
             };
+            if u64::from(waits) * wait_ms > at_ms {
+                return Err(self.error(
+                    item.span(),
+                    &field("waits"),
+                    format!(
+                        "{waits} waits every {wait_ms} ms start before 0 ms; expected at most `at` ({at_ms}) ms of waits"
+                    ),
+                ));
+            }
             requests.push(Request {
                 at_ms,
                 kind,

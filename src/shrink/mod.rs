@@ -275,6 +275,7 @@ pub fn shrink(
     shorter_fault_phase(&mut search);
     search.note("steps_max");
     simpler_inputs(&mut search);
+    without_waits(&mut search);
     earlier_requests(&mut search);
     search.note("inputs");
     replace_faults(&mut search, false);
@@ -540,12 +541,28 @@ fn smaller_counts(search: &mut Search) {
     }
 }
 
-/// Request times shifted so the first request is at 0 ms.
+/// The requests with no waits before them (`Request::waits`): a fuzz
+/// reproducer carries the turns its client let pass, which keep its trace
+/// but rarely its failure.
+fn without_waits(search: &mut Search) {
+    if search.spent() || search.best.requests.iter().all(|r| r.waits == 0) {
+        return;
+    }
+    let mut candidate = search.best.clone();
+    for request in &mut candidate.requests {
+        request.waits = 0;
+        request.wait_ms = 0;
+    }
+    search.try_keep(candidate);
+}
+
+/// Request times shifted so the first turn of a request is at 0 ms.
 fn earlier_requests(search: &mut Search) {
     if search.spent() {
         return;
     }
-    let Some(first) = search.best.requests.iter().map(|r| r.at_ms).min() else {
+    let first_turns = search.best.requests.iter().map(|r| r.first_turn_ms());
+    let Some(first) = first_turns.min() else {
         return;
     };
     if first == 0 {

@@ -45,7 +45,9 @@ impl World {
             invariants_on: _,
             keep_request_log: _,
             workload: _,
-            // History and reports: written, never read by a step or check.
+            // History and reports: written, never read by a step or check
+            // (the fuzz workload reads `counters.tasks_compacted`; a checked
+            // world has no workload).
             last_step_ms: _,
             requests: _,
             trace: _,
