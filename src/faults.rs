@@ -180,6 +180,12 @@ pub enum Placement {
     /// The first occurrence of the site at or after this global step. For
     /// `crash`, right after this global step.
     Step(u64),
+    /// The `reach`th occurrence of the site (by the fault's actor, when it
+    /// names one) while this many steps have run, or the first after: a
+    /// site met at wakes that are not steps (`pause` and `latency`, drawn
+    /// at every wake of an actor, a held-back one included) can be met
+    /// several times between two steps, and a reproducer names which.
+    StepReach { step: u64, reach: u64 },
     /// The first occurrence of the site after the nth time the named step
     /// ran (by the fault's actor, when it names one). For `crash`, right
     /// after that step.
@@ -206,6 +212,9 @@ impl ScriptedFault {
         match &self.placement {
             Placement::Nth(n) => text.push_str(&format!(" nth = {n}")),
             Placement::Step(step) => text.push_str(&format!(" step = {step}")),
+            Placement::StepReach { step, reach } => {
+                text.push_str(&format!(" step = {step} nth = {reach}"))
+            }
             Placement::After { action, nth } => {
                 text.push_str(&format!(" after = \"{action}\" nth = {nth}"))
             }
@@ -252,6 +261,23 @@ pub struct Injected {
     pub site: Site,
     pub kind: FaultKind,
     pub actor: ActorId,
+    /// Which occurrence of the site by this actor at this step it was
+    /// (1-based; see `Placement::StepReach`).
+    pub reach: u64,
+}
+
+impl Injected {
+    /// Where a script puts this fault to fire it again.
+    pub fn placement(&self) -> Placement {
+        if self.reach > 1 {
+            Placement::StepReach {
+                step: self.step,
+                reach: self.reach,
+            }
+        } else {
+            Placement::Step(self.step)
+        }
+    }
 }
 
 /// The model checker's hand on the injector during one step: it records
@@ -303,6 +329,10 @@ pub struct Injector {
     site_actor_count: std::collections::BTreeMap<(Site, ActorId), u64>,
     /// Steps run by each (action, actor) and by each action.
     action_count: std::collections::BTreeMap<(Action, Option<ActorId>), u64>,
+    /// Occurrences of each (site, actor) at step `reaches_step`, for
+    /// `Injected::reach`: a handful of entries, cleared at each step.
+    reaches: Vec<(Site, ActorId, u64)>,
+    reaches_step: u64,
     /// Faults switched off: the drain phase.
     pub enabled: bool,
     pub injected: Vec<Injected>,
@@ -323,7 +353,7 @@ impl Injector {
         }
         let count = scripted.len();
         let step_of = |fault: &ScriptedFault| match fault.placement {
-            Placement::Step(step) => Some(step),
+            Placement::Step(step) | Placement::StepReach { step, .. } => Some(step),
             _ => None,
         };
         let step_ordered = scripted.iter().all(|fault| step_of(fault).is_some())
@@ -343,6 +373,8 @@ impl Injector {
             site_count: [0; Site::ALL.len()],
             site_actor_count: Default::default(),
             action_count: Default::default(),
+            reaches: Vec::new(),
+            reaches_step: 0,
             enabled: true,
             injected: Vec::new(),
             probe: None,
@@ -353,6 +385,7 @@ impl Injector {
     /// that fires there, if any.
     pub fn at(&mut self, site: Site, actor: ActorId, step: u64) -> Option<FaultKind> {
         self.site_count[site.index()] += 1;
+        let reach = self.reach(site, actor, step);
         let nth_global = self.site_count[site.index()];
         // Per-actor counts only matter to scripted placements; fuzz runs
         // have none and skip the bookkeeping.
@@ -388,6 +421,7 @@ impl Injector {
                     seen == n
                 }
                 Placement::Step(s) => step >= s,
+                Placement::StepReach { step: s, reach: r } => step > s || (step == s && reach >= r),
                 Placement::After { .. } => self.armed[index],
             };
             if due {
@@ -409,6 +443,7 @@ impl Injector {
                     site,
                     kind,
                     actor,
+                    reach,
                 });
             }
         }
@@ -428,9 +463,33 @@ impl Injector {
                 site,
                 kind,
                 actor,
+                reach,
             });
         }
         chosen
+    }
+
+    /// Counts this occurrence of `site` by `actor` at `step`: which one it
+    /// is, 1-based.
+    fn reach(&mut self, site: Site, actor: ActorId, step: u64) -> u64 {
+        if step != self.reaches_step {
+            self.reaches.clear();
+            self.reaches_step = step;
+        }
+        match self
+            .reaches
+            .iter_mut()
+            .find(|(s, a, _)| *s == site && *a == actor)
+        {
+            Some((_, _, count)) => {
+                *count += 1;
+                *count
+            }
+            None => {
+                self.reaches.push((site, actor, 1));
+                1
+            }
+        }
     }
 
     /// The aimed pause rate for this draw: `actor`'s first pause draw since
@@ -517,7 +576,8 @@ impl Injector {
             }
             let due = match fault.placement {
                 Placement::Nth(n) => fault.actor == Some(actor) && actor_steps == n,
-                Placement::Step(s) => step >= s,
+                // A crash comes after a step: one place per step.
+                Placement::Step(s) | Placement::StepReach { step: s, .. } => step >= s,
                 Placement::After { .. } => false,
             };
             if due {
@@ -532,6 +592,7 @@ impl Injector {
                 site: Site::Crash,
                 kind: FaultKind::Crash,
                 actor: victim,
+                reach: 1,
             });
             return crash;
         }
@@ -541,7 +602,8 @@ impl Injector {
     /// Whether the scan can stop at `fault`: in a step-ordered script, it
     /// and every fault after it are placed after `step`.
     fn not_yet(&self, fault: &ScriptedFault, step: u64) -> bool {
-        self.step_ordered && matches!(fault.placement, Placement::Step(at) if at > step)
+        self.step_ordered
+            && matches!(fault.placement, Placement::Step(at) | Placement::StepReach { step: at, .. } if at > step)
     }
 
     fn fire(&mut self, index: usize) {
@@ -568,6 +630,7 @@ impl Injector {
                     site: Site::Crash,
                     kind: FaultKind::Crash,
                     actor,
+                    reach: 1,
                 };
                 probe.fired = Some(crash.clone());
                 self.injected.push(crash);
@@ -583,6 +646,7 @@ impl Injector {
             site: Site::Crash,
             kind: FaultKind::Crash,
             actor,
+            reach: 1,
         });
         Some(actor)
     }
@@ -590,9 +654,12 @@ impl Injector {
     /// Whether a scripted fault is placed by global step number: then the
     /// step count is part of a world's identity.
     pub fn places_by_step(&self) -> bool {
-        self.scripted
-            .iter()
-            .any(|fault| matches!(fault.placement, Placement::Step(_)))
+        self.scripted.iter().any(|fault| {
+            matches!(
+                fault.placement,
+                Placement::Step(_) | Placement::StepReach { .. }
+            )
+        })
     }
 
     /// The injector's part of a world's identity (see `World::identity`):
@@ -618,6 +685,11 @@ impl Injector {
             &self.action_count,
         )
             .hash(state);
+        let by_reach = (self.scripted.iter())
+            .any(|fault| matches!(fault.placement, Placement::StepReach { .. }));
+        if by_reach {
+            (&self.reaches, self.reaches_step).hash(state);
+        }
     }
 
     /// A fault's parameter (a delay, say), drawn from the faults stream so
@@ -673,6 +745,61 @@ mod tests {
     /// A script placed at steps in step order (a reproducer's) fires what
     /// the full scan fired: a fault waits, due, for its own site and actor
     /// while later ones fire around it, and none fires before its step.
+    #[test]
+    fn a_fault_placed_at_a_reach_fires_at_that_occurrence_of_its_step() {
+        let publisher = ActorId::new(ActorKind::Publisher, 0);
+        let worker = ActorId::new(ActorKind::Worker, 0);
+        // A fuzz run draws a pause at the third wake of publisher-1 while
+        // 40 steps have run; the injection says which wake.
+        let mut rates = FaultRates::none();
+        let pause = catalogue()
+            .iter()
+            .position(|(site, _)| *site == Site::Pause);
+        rates.ppm[pause.expect("pause is in the catalogue")] = PPM;
+        let mut drawn = Injector::new(Vec::new(), &rates, 1);
+        assert_eq!(drawn.at(Site::Latency, publisher, 40), None);
+        assert_eq!(drawn.at(Site::Pause, worker, 40), Some(FaultKind::Pause));
+        drawn.at(Site::Pause, publisher, 40);
+        drawn.at(Site::Pause, publisher, 40);
+        drawn.at(Site::Pause, publisher, 40);
+        drawn.at(Site::Pause, publisher, 41);
+        let reaches: Vec<(u64, u64)> = drawn.injected.iter().map(|f| (f.step, f.reach)).collect();
+        assert_eq!(reaches, [(40, 1), (40, 1), (40, 2), (40, 3), (41, 1)]);
+        assert_eq!(
+            drawn.injected[3].placement(),
+            Placement::StepReach { step: 40, reach: 3 }
+        );
+        assert_eq!(drawn.injected[4].placement(), Placement::Step(41));
+        // Replayed, it fires there, not at the first wake of that step.
+        let script = vec![ScriptedFault {
+            site: Site::Pause,
+            kind: FaultKind::Pause,
+            placement: drawn.injected[3].placement(),
+            actor: Some(publisher),
+        }];
+        let mut replay = Injector::new(script, &FaultRates::none(), 1);
+        assert!(replay.step_ordered);
+        assert_eq!(replay.at(Site::Pause, publisher, 39), None);
+        assert_eq!(replay.at(Site::Pause, publisher, 40), None);
+        assert_eq!(replay.at(Site::Pause, worker, 40), None, "not its actor");
+        assert_eq!(replay.at(Site::Pause, publisher, 40), None);
+        assert_eq!(
+            replay.at(Site::Pause, publisher, 40),
+            Some(FaultKind::Pause)
+        );
+        assert!(replay.unfired().is_empty());
+        // One missed (its step passed with fewer wakes) fires at the next.
+        let late = ScriptedFault {
+            site: Site::Pause,
+            kind: FaultKind::Pause,
+            placement: Placement::StepReach { step: 7, reach: 5 },
+            actor: Some(publisher),
+        };
+        let mut replay = Injector::new(vec![late], &FaultRates::none(), 1);
+        assert_eq!(replay.at(Site::Pause, publisher, 7), None);
+        assert_eq!(replay.at(Site::Pause, publisher, 8), Some(FaultKind::Pause));
+    }
+
     #[test]
     fn a_step_ordered_script_fires_each_fault_at_its_site_once_due() {
         let api = ActorId::new(ActorKind::Api, 0);

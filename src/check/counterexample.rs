@@ -3,7 +3,7 @@
 //! the step and actor each injected fault landed on, so that `sim run`
 //! replays the path to the same violation at the same step.
 
-use crate::faults::{Placement, ScriptedFault};
+use crate::faults::ScriptedFault;
 use crate::scenario::Scenario;
 
 use super::options::Found;
@@ -28,7 +28,7 @@ pub fn counterexample(prepared: &Scenario, found: &Found) -> Scenario {
             .map(|fault| ScriptedFault {
                 site: fault.site,
                 kind: fault.kind,
-                placement: Placement::Step(fault.step),
+                placement: fault.placement(),
                 actor: Some(fault.actor),
             }),
     );

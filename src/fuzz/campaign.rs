@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::faults::{FaultKind, Placement, ScriptedFault, Site};
+use crate::faults::{FaultKind, ScriptedFault, Site};
 use crate::hash::Sha;
 use crate::invariants::Violation;
 use crate::mutants::Mutant;
@@ -396,7 +396,7 @@ pub fn reproducer(scenario: &Scenario, world: &World, outcome: &Outcome) -> Scen
         .map(|fault| ScriptedFault {
             site: fault.site,
             kind: fault.kind,
-            placement: Placement::Step(fault.step),
+            placement: fault.placement(),
             actor: Some(fault.actor),
         })
         .collect();

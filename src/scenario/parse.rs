@@ -672,12 +672,13 @@ impl Parser<'_> {
             let placement = match (nth, step, after) {
                 (Some(n), None, None) => Placement::Nth(n),
                 (None, Some(s), None) => Placement::Step(s),
+                (Some(n), Some(s), None) => Placement::StepReach { step: s, reach: n },
                 (n, None, Some(action)) => Placement::After {
                     action,
                     nth: n.unwrap_or(1),
                 },
                 _ => {
-                    return Err(self.error(item.span(), &field("nth"), "expected exactly one of `nth`, `step` or `after` (`nth` may go with `after`)"));
+                    return Err(self.error(item.span(), &field("nth"), "expected exactly one of `nth`, `step` or `after` (`nth` may go with `after` or `step`)"));
                 }
             };
             if site == Site::Crash

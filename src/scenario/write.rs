@@ -120,6 +120,7 @@ fn fault_toml(fault: &ScriptedFault) -> String {
     let _ = match &fault.placement {
         Placement::Nth(n) => writeln!(out, "nth = {n}"),
         Placement::Step(s) => writeln!(out, "step = {s}"),
+        Placement::StepReach { step, reach } => writeln!(out, "step = {step}\nnth = {reach}"),
         Placement::After { action, nth: 1 } => writeln!(out, "after = \"{action}\""),
         Placement::After { action, nth } => writeln!(out, "after = \"{action}\"\nnth = {nth}"),
     };

@@ -237,7 +237,7 @@ pub fn shrink(
             .retain(|request| request.at_ms <= time_ms);
         candidate
             .faults
-            .retain(|fault| !matches!(fault.placement, Placement::Step(step) if step > failed_at));
+            .retain(|fault| !matches!(fault.placement, Placement::Step(step) | Placement::StepReach { step, .. } if step > failed_at));
         candidate.steps_max = candidate.steps_max.min(failed_at);
         search.try_keep(candidate);
         search.note("cut after the failure");
@@ -316,7 +316,9 @@ fn injections(scenario: &Scenario, world: &World) -> Vec<Option<Injected>> {
                     && injected.kind == fault.kind
                     && fault.actor.is_none_or(|actor| actor == injected.actor)
                     && match fault.placement {
-                        Placement::Step(step) => injected.step >= step,
+                        Placement::Step(step) | Placement::StepReach { step, .. } => {
+                            injected.step >= step
+                        }
                         _ => true,
                     }
             });
