@@ -134,7 +134,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "effect-outcome-final",
-        statement: "an effect's ledger row, once settled (verified, compensation_required, compensated, failed), never reopens nor takes another outcome (only verified, compensation_required or failed may become compensated, and compensation_required failed); and a row a fence claimed is settled by the fence, never by a worker other than the claim's holder (workers run fences too)",
+        statement: "an effect's ledger row, once settled (verified, compensation_required, compensated, failed), never reopens nor takes another outcome (only verified, compensation_required or failed may become compensated, and compensation_required failed); and a row a fence claimed is settled by the last claim's fencer, never by another (a worker or the reconciler whose claim was taken over, even once the newer claim's lease ran out)",
     },
     Invariant {
         id: "retained-until-settled",

@@ -53,9 +53,11 @@ impl World {
         if row.compacted || row.effects.is_empty() {
             return Ok(());
         }
-        // A worker runs fences too (`worker.fence`): only a worker other
-        // than the claim's holder is the stale one.
-        let worker = (actor.kind == ActorKind::Worker).then_some(actor);
+        // Fences run on workers (`worker.fence`) and on the reconciler, and
+        // each claim names its fencer: a row settled by anyone other than
+        // the last claim's fencer was settled by a stale one (a fence
+        // whose claim another took over, even once that one's lease ran
+        // out too).
         let Mirror::Live(mirror) = mirror_in(&mut self.checker.tasks, &self.db, task) else {
             return Ok(());
         };
@@ -63,15 +65,15 @@ impl World {
             let (token, now) = (ledger.token, ledger.state);
             let at = mirror.settled.iter().position(|(t, _)| *t == token);
             let copy = at.map(|at| mirror.settled[at].1);
-            if let (Some(writer), Some(fence)) = (worker, ledger.fenced_by)
-                && writer != fence
+            if let Some(fence) = ledger.fenced_by
+                && actor != fence
                 && !now.is_open()
                 && copy != Some(now)
             {
                 return Err(Fired {
                     invariant: "effect-outcome-final",
                     message: format!(
-                        "{writer} settled the ledger row of {token} {} while {fence} had claimed it",
+                        "{actor} settled the ledger row of {token} {} while {fence} had claimed it",
                         now.as_str(),
                     ),
                     entities: vec![task.to_string(), token.to_string()],

@@ -365,12 +365,15 @@ impl World {
         if self.commit_fault() == Some(false) {
             return FenceProgress::Abort("crashed");
         }
-        // The resolving transaction ends the attempt only while no one
-        // else holds its lease: a fence that paused or was slowed past the
-        // lease its claim took, and whose attempt a redelivered worker
-        // resumed meanwhile, gives up here; the next scan looks again.
+        // The resolving transaction ends the attempt only while the lease
+        // is still the one its claim took: a fence that paused or was
+        // slowed past that lease, and whose attempt a redelivered worker
+        // resumed or another fence claimed meanwhile, gives up here; the
+        // next scan looks again. Whether the newer holder's lease is still
+        // live does not matter: it ran out too does not make this fence's
+        // reads newer than that claim.
         let lease = self.db.task(fence.task).lease;
-        if lease.is_some_and(|lease| lease.held_by_other(self.now, actor, incarnation)) {
+        if lease.is_some_and(|lease| (lease.holder, lease.incarnation) != (actor, incarnation)) {
             self.rec.outcome = "lease-lost";
             self.sometimes("fence-lost-lease");
             return FenceProgress::Abort("lease-lost");
