@@ -180,11 +180,12 @@ pub enum Placement {
     /// The first occurrence of the site at or after this global step. For
     /// `crash`, right after this global step.
     Step(u64),
-    /// The `reach`th occurrence of the site (by the fault's actor, when it
-    /// names one) while this many steps have run, or the first after: a
-    /// site met at wakes that are not steps (`pause` and `latency`, drawn
-    /// at every wake of an actor, a held-back one included) can be met
-    /// several times between two steps, and a reproducer names which.
+    /// The `reach`th occurrence of the site (counting every actor's) while
+    /// this many steps have run, or the first after, by the fault's actor
+    /// when it names one: a site met at wakes that are not steps (`pause`
+    /// and `latency`, drawn at every wake of an actor, a held-back one
+    /// included) can be met several times between two steps, and a
+    /// reproducer names which.
     StepReach { step: u64, reach: u64 },
     /// The first occurrence of the site after the nth time the named step
     /// ran (by the fault's actor, when it names one). For `crash`, right
@@ -261,8 +262,8 @@ pub struct Injected {
     pub site: Site,
     pub kind: FaultKind,
     pub actor: ActorId,
-    /// Which occurrence of the site by this actor at this step it was
-    /// (1-based; see `Placement::StepReach`).
+    /// Which occurrence of the site at this step it was, counting every
+    /// actor's (1-based; see `Placement::StepReach`).
     pub reach: u64,
 }
 
@@ -329,9 +330,9 @@ pub struct Injector {
     site_actor_count: std::collections::BTreeMap<(Site, ActorId), u64>,
     /// Steps run by each (action, actor) and by each action.
     action_count: std::collections::BTreeMap<(Action, Option<ActorId>), u64>,
-    /// Occurrences of each (site, actor) at step `reaches_step`, for
-    /// `Injected::reach`: a handful of entries, cleared at each step.
-    reaches: Vec<(Site, ActorId, u64)>,
+    /// `site_count` as it stood before step `reaches_step` met a site:
+    /// the difference is `Injected::reach`.
+    counts_before_step: [u64; Site::ALL.len()],
     reaches_step: u64,
     /// Faults switched off: the drain phase.
     pub enabled: bool,
@@ -373,7 +374,7 @@ impl Injector {
             site_count: [0; Site::ALL.len()],
             site_actor_count: Default::default(),
             action_count: Default::default(),
-            reaches: Vec::new(),
+            counts_before_step: [0; Site::ALL.len()],
             reaches_step: 0,
             enabled: true,
             injected: Vec::new(),
@@ -384,8 +385,12 @@ impl Injector {
     /// Called once per occurrence of a (non-crash) site. Returns the fault
     /// that fires there, if any.
     pub fn at(&mut self, site: Site, actor: ActorId, step: u64) -> Option<FaultKind> {
+        if step != self.reaches_step {
+            self.reaches_step = step;
+            self.counts_before_step = self.site_count;
+        }
         self.site_count[site.index()] += 1;
-        let reach = self.reach(site, actor, step);
+        let reach = self.site_count[site.index()] - self.counts_before_step[site.index()];
         let nth_global = self.site_count[site.index()];
         // Per-actor counts only matter to scripted placements; fuzz runs
         // have none and skip the bookkeeping.
@@ -467,29 +472,6 @@ impl Injector {
             });
         }
         chosen
-    }
-
-    /// Counts this occurrence of `site` by `actor` at `step`: which one it
-    /// is, 1-based.
-    fn reach(&mut self, site: Site, actor: ActorId, step: u64) -> u64 {
-        if step != self.reaches_step {
-            self.reaches.clear();
-            self.reaches_step = step;
-        }
-        match self
-            .reaches
-            .iter_mut()
-            .find(|(s, a, _)| *s == site && *a == actor)
-        {
-            Some((_, _, count)) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                self.reaches.push((site, actor, 1));
-                1
-            }
-        }
     }
 
     /// The aimed pause rate for this draw: `actor`'s first pause draw since
@@ -688,7 +670,7 @@ impl Injector {
         let by_reach = (self.scripted.iter())
             .any(|fault| matches!(fault.placement, Placement::StepReach { .. }));
         if by_reach {
-            (&self.reaches, self.reaches_step).hash(state);
+            (&self.counts_before_step, self.reaches_step).hash(state);
         }
     }
 
@@ -750,7 +732,8 @@ mod tests {
         let publisher = ActorId::new(ActorKind::Publisher, 0);
         let worker = ActorId::new(ActorKind::Worker, 0);
         // A fuzz run draws a pause at the third wake of publisher-1 while
-        // 40 steps have run; the injection says which wake.
+        // 40 steps have run (the fourth pause draw of that step); the
+        // injection says which.
         let mut rates = FaultRates::none();
         let pause = catalogue()
             .iter()
@@ -764,10 +747,11 @@ mod tests {
         drawn.at(Site::Pause, publisher, 40);
         drawn.at(Site::Pause, publisher, 41);
         let reaches: Vec<(u64, u64)> = drawn.injected.iter().map(|f| (f.step, f.reach)).collect();
-        assert_eq!(reaches, [(40, 1), (40, 1), (40, 2), (40, 3), (41, 1)]);
+        // Counted per site, every actor's: the worker's was the first.
+        assert_eq!(reaches, [(40, 1), (40, 2), (40, 3), (40, 4), (41, 1)]);
         assert_eq!(
             drawn.injected[3].placement(),
-            Placement::StepReach { step: 40, reach: 3 }
+            Placement::StepReach { step: 40, reach: 4 }
         );
         assert_eq!(drawn.injected[4].placement(), Placement::Step(41));
         // Replayed, it fires there, not at the first wake of that step.
