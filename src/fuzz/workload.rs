@@ -117,7 +117,8 @@ pub struct Generator {
     live_tasks_max: u64,
     /// See `WorkloadMix::requests_in_flight_max`.
     requests_in_flight_max: u64,
-    /// Requests not issued in a row, the client being at its bound.
+    /// Requests not issued in a row, the client being at its bound: the
+    /// next request carries them (`Request::waits`).
     waits: u32,
 }
 
@@ -346,11 +347,10 @@ impl Generator {
         // A fixed gap, drawn from nothing: a reproducer writes a run of
         // waits as their count and this gap.
         let gap = self.gap_ms_max;
-        self.waits += 1;
-        if self.waits < WAITS_BEFORE_POLL {
+        if self.waits + 1 < WAITS_BEFORE_POLL {
+            self.waits += 1;
             return Some((None, gap));
         }
-        self.waits = 0;
         let key = self.recent_key()?;
         let target = Target::Key(key);
         let poll = self.request(now, RequestKind::ReadStatus { target });
@@ -358,20 +358,31 @@ impl Generator {
     }
 
     /// The next request at `now` and the gap before the one after it, or
-    /// only the gap while the client waits for the world to catch up.
+    /// only the gap while the client waits for the world to catch up. A
+    /// request carries the waits before it, for a reproducer to replay.
     pub fn next(&mut self, now: u64, world: &Observed) -> (Option<Request>, u64) {
+        let (mut request, gap) = self.draw(now, world);
+        if let Some(request) = &mut request {
+            request.waits = std::mem::take(&mut self.waits);
+            request.wait_ms = if request.waits > 0 {
+                self.gap_ms_max
+            } else {
+                0
+            };
+        }
+        (request, gap)
+    }
+
+    /// `next` before the waits are written on the request.
+    fn draw(&mut self, now: u64, world: &Observed) -> (Option<Request>, u64) {
         let dead_letters = world.dead_letters;
         if let Some(request) = self.pending.take() {
             return (Some(request), self.rng.range(1, self.gap_ms_max));
         }
-        if world.live_tasks >= self.live_tasks_max
-            || world.requests_in_flight >= self.requests_in_flight_max
-        {
-            if let Some(wait) = self.wait(now) {
-                return wait;
-            }
-        } else {
-            self.waits = 0;
+        let behind = world.live_tasks >= self.live_tasks_max
+            || world.requests_in_flight >= self.requests_in_flight_max;
+        if behind && let Some(wait) = self.wait(now) {
+            return wait;
         }
         let gap = self.rng.range(1, self.gap_ms_max);
         let mut pick = self.rng.below(self.total);
@@ -662,7 +673,13 @@ mod tests {
                 assert!((1..=mix.gap_ms_max).contains(&gap));
             }
             let (poll, _) = generator.next(0, &observed(live, in_flight));
-            let kind = poll.expect("the poll").kind;
+            let poll = poll.expect("the poll");
+            // It carries the waits before it, for a reproducer.
+            assert_eq!(
+                (poll.waits, poll.wait_ms),
+                (WAITS_BEFORE_POLL - 1, mix.gap_ms_max)
+            );
+            let kind = poll.kind;
             assert!(matches!(kind, RequestKind::ReadStatus { .. }), "{kind:?}");
         }
         // Below both bounds the waits start over.

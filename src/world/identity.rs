@@ -37,9 +37,6 @@ impl World {
             mutant: _,
             seed: _,
             script: _,
-            // The fuzz workload's (not part of a check's world).
-            workload_waits: _,
-            workload_wait_ms: _,
             worker_names: _,
             compacted_input: _,
             invariants_on: _,

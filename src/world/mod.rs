@@ -211,10 +211,6 @@ pub struct World {
     script: Vec<Request>,
     /// Turns the next scripted request has waited through.
     scripted_waits: u32,
-    /// Turns the fuzz workload let pass since its last request, and the
-    /// gap between them: logged with the next request (`Request::waits`).
-    workload_waits: u32,
-    workload_wait_ms: u64,
     /// Every request issued so far, scripted or generated, while
     /// `keep_request_log` is on: what a reproducer replays.
     pub requests: Vec<Request>,
@@ -353,8 +349,6 @@ impl World {
             handler_version: config.handler_version,
             script: Vec::new(),
             scripted_waits: 0,
-            workload_waits: 0,
-            workload_wait_ms: 0,
             requests: Vec::new(),
             outgoing: IdTable::default(),
             next_request: 0,
@@ -933,20 +927,8 @@ impl World {
         let at = self.now + gap;
         self.schedule(at, Wake::Workload);
         match request {
-            Some(mut request) => {
-                request.waits = std::mem::take(&mut self.workload_waits);
-                request.wait_ms = if request.waits > 0 {
-                    self.workload_wait_ms
-                } else {
-                    0
-                };
-                self.issue(request)
-            }
-            None => {
-                self.workload_waits += 1;
-                self.workload_wait_ms = gap;
-                false
-            }
+            Some(request) => self.issue(request),
+            None => false,
         }
     }
 }
