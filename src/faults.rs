@@ -202,6 +202,17 @@ pub struct ScriptedFault {
     pub actor: Option<ActorId>,
 }
 
+impl Placement {
+    /// The global step a placement names (`step`, with or without its
+    /// `nth`), if it names one.
+    pub fn step(&self) -> Option<u64> {
+        match *self {
+            Placement::Step(step) | Placement::StepReach { step, .. } => Some(step),
+            _ => None,
+        }
+    }
+}
+
 impl ScriptedFault {
     /// The fault as a scenario spells it, for warnings: `crash/crash
     /// actor = "worker-1" after = "worker.put" nth = 2`.
@@ -353,10 +364,7 @@ impl Injector {
             table[site.index()][slot] = (*ppm).min(PPM);
         }
         let count = scripted.len();
-        let step_of = |fault: &ScriptedFault| match fault.placement {
-            Placement::Step(step) | Placement::StepReach { step, .. } => Some(step),
-            _ => None,
-        };
+        let step_of = |fault: &ScriptedFault| fault.placement.step();
         let step_ordered = scripted.iter().all(|fault| step_of(fault).is_some())
             && scripted.is_sorted_by_key(step_of);
         Injector {
@@ -584,8 +592,7 @@ impl Injector {
     /// Whether the scan can stop at `fault`: in a step-ordered script, it
     /// and every fault after it are placed after `step`.
     fn not_yet(&self, fault: &ScriptedFault, step: u64) -> bool {
-        self.step_ordered
-            && matches!(fault.placement, Placement::Step(at) | Placement::StepReach { step: at, .. } if at > step)
+        self.step_ordered && fault.placement.step().is_some_and(|at| at > step)
     }
 
     fn fire(&mut self, index: usize) {
@@ -636,12 +643,9 @@ impl Injector {
     /// Whether a scripted fault is placed by global step number: then the
     /// step count is part of a world's identity.
     pub fn places_by_step(&self) -> bool {
-        self.scripted.iter().any(|fault| {
-            matches!(
-                fault.placement,
-                Placement::Step(_) | Placement::StepReach { .. }
-            )
-        })
+        self.scripted
+            .iter()
+            .any(|fault| fault.placement.step().is_some())
     }
 
     /// The injector's part of a world's identity (see `World::identity`):

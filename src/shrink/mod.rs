@@ -237,7 +237,7 @@ pub fn shrink(
             .retain(|request| request.at_ms <= time_ms);
         candidate
             .faults
-            .retain(|fault| !matches!(fault.placement, Placement::Step(step) | Placement::StepReach { step, .. } if step > failed_at));
+            .retain(|fault| fault.placement.step().is_none_or(|step| step <= failed_at));
         candidate.steps_max = candidate.steps_max.min(failed_at);
         search.try_keep(candidate);
         search.note("cut after the failure");
@@ -315,12 +315,10 @@ fn injections(scenario: &Scenario, world: &World) -> Vec<Option<Injected>> {
                     && injected.site == fault.site
                     && injected.kind == fault.kind
                     && fault.actor.is_none_or(|actor| actor == injected.actor)
-                    && match fault.placement {
-                        Placement::Step(step) | Placement::StepReach { step, .. } => {
-                            injected.step >= step
-                        }
-                        _ => true,
-                    }
+                    && fault
+                        .placement
+                        .step()
+                        .is_none_or(|step| injected.step >= step)
             });
         out.push(found.map(|(index, injected)| {
             used[index] = true;
