@@ -341,10 +341,12 @@ pub struct Injector {
     site_actor_count: std::collections::BTreeMap<(Site, ActorId), u64>,
     /// Steps run by each (action, actor) and by each action.
     action_count: std::collections::BTreeMap<(Action, Option<ActorId>), u64>,
-    /// `site_count` as it stood before step `reaches_step` met a site:
-    /// the difference is `Injected::reach`.
-    counts_before_step: [u64; Site::ALL.len()],
-    reaches_step: u64,
+    /// Per site, the last step that met it and how often that step did
+    /// (`Injected::reach`). Kept per site and reset when a site is met at
+    /// a new step, so a step costs the sites it meets, not a copy of every
+    /// site's count.
+    reach_step: [u64; Site::ALL.len()],
+    reach_in_step: [u32; Site::ALL.len()],
     /// Faults switched off: the drain phase.
     pub enabled: bool,
     pub injected: Vec<Injected>,
@@ -382,8 +384,8 @@ impl Injector {
             site_count: [0; Site::ALL.len()],
             site_actor_count: Default::default(),
             action_count: Default::default(),
-            counts_before_step: [0; Site::ALL.len()],
-            reaches_step: 0,
+            reach_step: [0; Site::ALL.len()],
+            reach_in_step: [0; Site::ALL.len()],
             enabled: true,
             injected: Vec::new(),
             probe: None,
@@ -393,13 +395,15 @@ impl Injector {
     /// Called once per occurrence of a (non-crash) site. Returns the fault
     /// that fires there, if any.
     pub fn at(&mut self, site: Site, actor: ActorId, step: u64) -> Option<FaultKind> {
-        if step != self.reaches_step {
-            self.reaches_step = step;
-            self.counts_before_step = self.site_count;
+        let index = site.index();
+        if self.reach_step[index] != step {
+            self.reach_step[index] = step;
+            self.reach_in_step[index] = 0;
         }
-        self.site_count[site.index()] += 1;
-        let reach = self.site_count[site.index()] - self.counts_before_step[site.index()];
-        let nth_global = self.site_count[site.index()];
+        self.reach_in_step[index] += 1;
+        let reach = u64::from(self.reach_in_step[index]);
+        self.site_count[index] += 1;
+        let nth_global = self.site_count[index];
         // Per-actor counts only matter to scripted placements; fuzz runs
         // have none and skip the bookkeeping.
         let nth_actor = if self.scripted.is_empty() {
@@ -674,7 +678,7 @@ impl Injector {
         let by_reach = (self.scripted.iter())
             .any(|fault| matches!(fault.placement, Placement::StepReach { .. }));
         if by_reach {
-            (&self.counts_before_step, self.reaches_step).hash(state);
+            (&self.reach_step, &self.reach_in_step).hash(state);
         }
     }
 
