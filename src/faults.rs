@@ -732,9 +732,11 @@ mod tests {
         }
     }
 
-    /// A script placed at steps in step order (a reproducer's) fires what
-    /// the full scan fired: a fault waits, due, for its own site and actor
-    /// while later ones fire around it, and none fires before its step.
+    /// A fault's reach (which occurrence of its site at its step) is
+    /// counted over every actor; a reach past the first is placed by it
+    /// (`step` with `nth` in a script), and a script placed so fires at
+    /// that occurrence, or at the next step's first when its own step
+    /// passed with fewer.
     #[test]
     fn a_fault_placed_at_a_reach_fires_at_that_occurrence_of_its_step() {
         let publisher = ActorId::new(ActorKind::Publisher, 0);
@@ -792,6 +794,9 @@ mod tests {
         assert_eq!(replay.at(Site::Pause, publisher, 8), Some(FaultKind::Pause));
     }
 
+    /// A script placed at steps in step order (a reproducer's) fires what
+    /// the full scan fired: a fault waits, due, for its own site and actor
+    /// while later ones fire around it, and none fires before its step.
     #[test]
     fn a_step_ordered_script_fires_each_fault_at_its_site_once_due() {
         let api = ActorId::new(ActorKind::Api, 0);
