@@ -232,11 +232,9 @@ fn the_fuzz_client_waits_while_the_world_holds_its_bound_of_live_tasks() {
     draw.mix.live_tasks_max = bound;
     draw.mix.requests_in_flight_max = in_flight;
     let (_, mut world) = world_of_draw(1, 40_000, None, &draw);
-    let live =
-        |world: &sim::world::World| world.db.tasks.len() as u64 - world.counters.tasks_compacted;
     let mut most = 0;
     let outcome = sim::simulate::simulate(&mut world, 40_000, |world, _| {
-        most = most.max(live(world));
+        most = most.max(world.live_tasks());
     });
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     assert!(

@@ -32,8 +32,7 @@ pub struct Setup {
 pub struct Observed<'a> {
     pub dead_letters: &'a [DeadLetter],
     pub db: &'a Db,
-    /// Tasks created and not yet compacted: what the world still holds of
-    /// the work asked of it (rows, messages, records, histories).
+    /// Tasks created and not yet compacted (`World::live_tasks`).
     pub live_tasks: u64,
     /// Client requests sent and not yet answered or given up.
     pub requests_in_flight: u64,

@@ -909,18 +909,26 @@ impl World {
 }
 
 impl World {
+    /// Tasks created and not yet compacted: what the world still holds of
+    /// the work asked of it (rows, messages, records, histories), which
+    /// the fuzz client bounds.
+    pub fn live_tasks(&self) -> u64 {
+        self.db.tasks.len() as u64 - self.counters.tasks_compacted
+    }
+
     /// The fuzz workload's next request, issued now.
     fn generate(&mut self) -> bool {
         if !self.workload_on {
             return false;
         }
+        let live_tasks = self.live_tasks();
         let Some(workload) = self.workload.as_mut() else {
             return false;
         };
         let observed = input::Observed {
             dead_letters: &self.broker.dead_letters,
             db: &self.db,
-            live_tasks: self.db.tasks.len() as u64 - self.counters.tasks_compacted,
+            live_tasks,
             requests_in_flight: self.outgoing.len() as u64,
         };
         let (request, gap) = workload.next(self.now, &observed);
