@@ -9,6 +9,7 @@
 
 use crate::faults::FaultRates;
 use crate::mutants::Mutant;
+use crate::scenario::Request;
 use crate::scenario::{Expect, Scenario};
 use crate::trace::Trace;
 use crate::world::World;
@@ -26,10 +27,7 @@ pub fn prepare(scenario: &Scenario, keep_faults: bool, mutant: Option<Mutant>) -
     }
     checked.expect = Expect::default();
     checked.schedule.clear();
-    for request in &mut checked.requests {
-        request.waits = 0;
-        request.wait_ms = 0;
-    }
+    checked.requests.iter_mut().for_each(Request::drop_waits);
     checked
 }
 

@@ -549,10 +549,7 @@ fn without_waits(search: &mut Search) {
         return;
     }
     let mut candidate = search.best.clone();
-    for request in &mut candidate.requests {
-        request.waits = 0;
-        request.wait_ms = 0;
-    }
+    (candidate.requests.iter_mut()).for_each(crate::scenario::Request::drop_waits);
     search.try_keep(candidate);
 }
 

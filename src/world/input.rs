@@ -153,4 +153,10 @@ impl Request {
         let waited = u64::from(self.waits).saturating_mul(self.wait_ms);
         self.at_ms.saturating_sub(waited)
     }
+
+    /// Issued at its time with no turns waited before it.
+    pub fn drop_waits(&mut self) {
+        self.waits = 0;
+        self.wait_ms = 0;
+    }
 }
