@@ -276,10 +276,15 @@ pub struct InboxLease {
 }
 
 impl InboxLease {
+    /// Whether `holder`'s `incarnation` took it, live or not.
+    pub fn taken_by(&self, holder: ActorId, incarnation: u32) -> bool {
+        (self.holder, self.incarnation) == (holder, incarnation)
+    }
+
     /// Whether someone other than `holder`'s `incarnation` holds it at
     /// `now` (as `Lease::held_by_other`: it runs out at `until_ms`).
     pub fn held_by_other(&self, now: u64, holder: ActorId, incarnation: u32) -> bool {
-        self.until_ms > now && (self.holder, self.incarnation) != (holder, incarnation)
+        self.until_ms > now && !self.taken_by(holder, incarnation)
     }
 }
 
@@ -414,10 +419,15 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// Whether `holder`'s `incarnation` took it, live or not.
+    pub fn taken_by(&self, holder: ActorId, incarnation: u32) -> bool {
+        (self.holder, self.incarnation) == (holder, incarnation)
+    }
+
     /// Live at `now` and held by someone other than `holder`'s
     /// `incarnation`: not to be taken (lesson 003's fencing).
     pub fn held_by_other(&self, now: u64, holder: ActorId, incarnation: u32) -> bool {
-        self.until_ms > now && (self.holder, self.incarnation) != (holder, incarnation)
+        self.until_ms > now && !self.taken_by(holder, incarnation)
     }
 }
 

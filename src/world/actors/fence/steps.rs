@@ -373,7 +373,7 @@ impl World {
         // live does not matter: it ran out too does not make this fence's
         // reads newer than that claim.
         let lease = self.db.task(fence.task).lease;
-        if lease.is_some_and(|lease| (lease.holder, lease.incarnation) != (actor, incarnation)) {
+        if lease.is_some_and(|lease| !lease.taken_by(actor, incarnation)) {
             self.rec.outcome = "lease-lost";
             self.sometimes("fence-lost-lease");
             return FenceProgress::Abort("lease-lost");

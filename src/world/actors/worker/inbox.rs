@@ -190,7 +190,7 @@ impl World {
 
     pub(super) fn finalize_inbox(&mut self, job: &Job, state: InboxState) {
         let now = self.now;
-        let holder = self.worker_holder();
+        let (actor, incarnation) = self.worker_holder();
         // Only the holder of the row's processing lease finalizes it, once:
         // a worker that froze past its lease while another took the message
         // over and finalized it must not overwrite that result.
@@ -199,7 +199,7 @@ impl World {
             && row.state == InboxState::Processing
             && row
                 .lease
-                .is_none_or(|lease| (lease.holder, lease.incarnation) == holder)
+                .is_none_or(|lease| lease.taken_by(actor, incarnation))
         {
             row.state = state;
             row.result = job.result;
