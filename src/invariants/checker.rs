@@ -13,6 +13,7 @@ use crate::world::stores::store::Observed;
 use std::collections::BTreeMap;
 
 mod budgets;
+pub(crate) mod call_about;
 mod checks;
 mod converges;
 mod decisions;

@@ -10,6 +10,7 @@ use crate::world::stores::db::{Db, EffectState};
 use crate::world::stores::store::Store;
 
 use super::Fired;
+use super::call_about::call_about;
 
 /// Why `task` is not settled, or `None` when it is.
 pub fn unsettled(db: &Db, task: TaskId) -> Option<String> {
@@ -134,14 +135,14 @@ impl crate::world::World {
         {
             return Some("the projector held a delivery of it".to_string());
         }
-        // Read from the call's phase here, not through `Call::task_held`,
-        // which the reconciler's guard asks.
-        use crate::world::actors::api::ApiPhase;
-        let about = |call: &crate::world::actors::api::Call| match call.phase {
-            ApiPhase::ReadDb { task } | ApiPhase::FillCache { task, .. } => Some(task),
-            _ => call.op.task_named(),
-        };
-        if let Some(call) = self.calls.values().find(|call| about(call) == Some(task)) {
+        // Counted by `call_about`, not `Call::task_held`, which the
+        // reconciler's guard asks; the walk only names the call found.
+        if self.calls.about_task(task) {
+            let call = self
+                .calls
+                .values()
+                .find(|call| call_about(call) == Some(task))
+                .expect("a call counted about the task is in flight");
             return Some(format!("an API call ({:?}) held it", call.phase));
         }
         let rows = &self.db.task(task).outbox_rows;
