@@ -91,6 +91,14 @@ pub struct Schedule {
     far: VecDeque<(u64, Vec<(u64, Wake)>)>,
     /// Emptied block lists, kept for reuse.
     spare: Vec<Vec<(u64, Wake)>>,
+    /// Where in `far` the last push before the last block went. Only a
+    /// guess, checked before use: the wakes a pause holds back all go to
+    /// the block of its end, one after another. In seed 29 of `sim fuzz
+    /// --steps 100000` (an API paused again and again with tens of
+    /// thousands of calls waiting), 1.54 million of 2 million far pushes
+    /// went before the last block, and 1.46 million of those found their
+    /// block here instead of searching.
+    recent: usize,
 }
 
 /// A copy copies the occupied buckets only (the model checker copies a
@@ -111,6 +119,7 @@ impl Clone for Schedule {
             base: self.base,
             far: self.far.clone(),
             spare: Vec::new(),
+            recent: self.recent,
         }
     }
 }
@@ -124,6 +133,7 @@ impl Default for Schedule {
             base: 0,
             far: VecDeque::new(),
             spare: Vec::new(),
+            recent: 0,
         }
     }
 }
@@ -143,19 +153,25 @@ impl Schedule {
 
     /// Block `block`'s far list, made if there is none. Far wakes come
     /// mostly in block order (a timeout armed now is due after the ones
-    /// armed before it), so the last list is looked at first.
+    /// armed before it), so the last list is looked at first, then the
+    /// one the last push before it went to (`recent`), then all of them.
     fn far_list(&mut self, block: u64) -> &mut Vec<(u64, Wake)> {
         let index = match self.far.back() {
             Some((last, _)) if *last == block => self.far.len() - 1,
             Some((last, _)) if *last > block => {
-                match self.far.binary_search_by_key(&block, |(b, _)| *b) {
+                if self.far.get(self.recent).is_some_and(|(b, _)| *b == block) {
+                    return &mut self.far[self.recent].1;
+                }
+                let index = match self.far.binary_search_by_key(&block, |(b, _)| *b) {
                     Ok(index) => index,
                     Err(index) => {
                         let list = self.spare.pop().unwrap_or_default();
                         self.far.insert(index, (block, list));
                         index
                     }
-                }
+                };
+                self.recent = index;
+                index
             }
             _ => {
                 let list = self.spare.pop().unwrap_or_default();
@@ -207,6 +223,8 @@ impl Schedule {
             return;
         }
         let (_, mut wakes) = self.far.pop_front().expect("looked at");
+        // The guess keeps naming the same block.
+        self.recent = self.recent.saturating_sub(1);
         for (at, wake) in wakes.drain(..) {
             self.put_near(at, wake);
         }
@@ -324,6 +342,8 @@ mod tests {
                 .wrapping_add(1);
             state >> 33
         };
+        // The end of a pause: wakes held back go there in bursts.
+        let mut pause_end = 0u64;
         for round in 0..40_000u64 {
             // Pushes outnumber pops at first, then pops catch up, so time
             // moves through thousands of blocks with wakes queued ahead.
@@ -339,6 +359,12 @@ mod tests {
                     4 => next() % 200_000,
                     // Across the next few blocks.
                     5 | 6 => next() % 150,
+                    7 => {
+                        if pause_end <= now || next() % 50 == 0 {
+                            pause_end = now + BLOCK * 2 + next() % 3_000;
+                        }
+                        pause_end - now
+                    }
                     _ => next() % 4,
                 };
                 sequence += 1;
