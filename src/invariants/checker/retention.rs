@@ -103,8 +103,9 @@ impl crate::world::World {
 }
 
 impl crate::world::World {
-    /// What in flight still carries `task`, by the checker's own walk over
-    /// the actors (not the reconciler's guard, which is what it checks): a
+    /// What in flight still carries `task`, by the checker's own look at
+    /// the actors (not the reconciler's guard, which is what it checks;
+    /// the API calls through `Calls`' count by `call_about`): a
     /// worker's job or a delivery in its mailbox, the projector's current
     /// delivery or one in its mailbox, an API call about the task, a
     /// publisher's claimed batch with one of its rows. Any of them would
