@@ -151,7 +151,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         key: Text::from(key),
         // The input's own fingerprint: task-1 may be compacted, holding a
         // placeholder where its input was.
-        fingerprint: sim::world::actors::client::fingerprint(&first.input),
+        fingerprint: first.input.fingerprint,
         input: Arc::clone(&first.input),
         input_sha256: first.input_sha256,
         replay_of: None,
@@ -266,6 +266,22 @@ fn fires_malformed_create_refused() {
     }
 }
 
+/// The fingerprint an input carries is the lessons' request fingerprint:
+/// SHA-256 of the canonical JSON of the operation and the input's hash.
+#[test]
+fn an_inputs_fingerprint_is_the_hash_of_its_create() {
+    let input = sim::world::stores::db::Input::of(&serde_json::json!({"doc": "d", "title": "t"}));
+    let create = format!(
+        r#"{{"inputSha256":"{}","operation":"create-document-task"}}"#,
+        sim::hash::hex(&input.sha256)
+    );
+    assert_eq!(input.fingerprint, sim::hash::sha256(create.as_bytes()));
+    assert_eq!(
+        input.sha256,
+        sim::hash::sha256(br#"{"doc":"d","title":"t"}"#)
+    );
+}
+
 #[test]
 fn fires_task_input_matches_fingerprint() {
     let mut world = happy();
@@ -275,10 +291,7 @@ fn fires_task_input_matches_fingerprint() {
     };
     // Judged where a task is made; the happy path's task holds its input.
     let row = world.db.task(TASK);
-    assert_eq!(
-        sim::world::actors::client::fingerprint(&row.input),
-        row.fingerprint
-    );
+    assert_eq!(row.input.fingerprint, row.fingerprint);
     // A task holding another input than its request's (a replay made from
     // a compacted task's placeholder) breaks it.
     world.db.task_mut(TASK).input = world.compacted_input.clone();

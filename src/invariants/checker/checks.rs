@@ -209,13 +209,13 @@ impl World {
     fn check_created(&mut self, task: TaskId) -> Result<(), Fired> {
         let row = self.db.task(task);
         let replay = row.replay_of.is_some();
-        if crate::world::actors::client::fingerprint(&row.input) != row.fingerprint {
+        if row.input.fingerprint != row.fingerprint {
             return Err(Fired {
                 invariant: "task-input-matches-fingerprint",
                 message: format!(
                     "{task} was created for fingerprint {} but holds an input hashing to {}{}",
                     &hex(&row.fingerprint)[..16],
-                    &hex(&crate::world::actors::client::fingerprint(&row.input))[..16],
+                    &hex(&row.input.fingerprint)[..16],
                     row.replay_of
                         .map_or(String::new(), |letter| format!(" (a replay of {letter})"))
                 ),

@@ -56,17 +56,3 @@ pub struct Outgoing {
     pub next_api: u16,
     pub incarnation: u32,
 }
-
-/// The request fingerprint: SHA-256 of canonical JSON of the operation and
-/// the fields that change the effect (the input's hash), nothing transient:
-/// `{"inputSha256":"…","operation":"create-document-task"}`, keys sorted.
-pub fn fingerprint(input: &Input) -> Sha {
-    use sha2::{Digest, Sha256};
-    let mut hex = [0u8; 64];
-    crate::hash::hex_into(&input.sha256, &mut hex);
-    let mut hasher = Sha256::new();
-    hasher.update(b"{\"inputSha256\":\"");
-    hasher.update(hex);
-    hasher.update(b"\",\"operation\":\"create-document-task\"}");
-    hasher.finalize().into()
-}

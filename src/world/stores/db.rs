@@ -30,6 +30,14 @@ pub struct Input {
     /// The schema holds: an object with a string `doc`.
     pub valid: bool,
     pub sha256: Sha,
+    /// The request fingerprint of a create carrying this input: SHA-256 of
+    /// the canonical JSON of the operation and the fields that change the
+    /// effect (the input's hash), nothing transient:
+    /// `{"inputSha256":"…","operation":"create-document-task"}`, keys
+    /// sorted. A function of `sha256` alone, so made once with it: every
+    /// create the client issues and every task the checker sees created
+    /// asked for it again (four SHA-256 blocks a create).
+    pub fingerprint: Sha,
     /// The handler version the transform needs (`legacy-rtf` needs 2).
     pub handler_needed: u64,
 }
@@ -54,9 +62,22 @@ impl Input {
             canonical,
             valid,
             sha256,
+            fingerprint: create_fingerprint(&sha256),
             handler_needed,
         })
     }
+}
+
+/// `Input::fingerprint` of an input hashing to `input_sha256`.
+fn create_fingerprint(input_sha256: &Sha) -> Sha {
+    use sha2::{Digest, Sha256};
+    let mut hex = [0u8; 64];
+    crate::hash::hex_into(input_sha256, &mut hex);
+    let mut hasher = Sha256::new();
+    hasher.update(b"{\"inputSha256\":\"");
+    hasher.update(hex);
+    hasher.update(b"\",\"operation\":\"create-document-task\"}");
+    hasher.finalize().into()
 }
 
 /// What the API answered a create with; replayed for a repeated key.

@@ -53,7 +53,7 @@ impl World {
         }
         let (op, intent) = match request.kind {
             RequestKind::Create { key, input } => {
-                let fingerprint = fingerprint(&input);
+                let fingerprint = input.fingerprint;
                 let intent = self.intent_for(&key, fingerprint, input.valid, false);
                 (
                     ClientOp::Create {
