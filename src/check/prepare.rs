@@ -9,8 +9,7 @@
 
 use crate::faults::FaultRates;
 use crate::mutants::Mutant;
-use crate::scenario::Request;
-use crate::scenario::{Expect, Scenario};
+use crate::scenario::{Expect, Request, Scenario};
 use crate::trace::Trace;
 use crate::world::World;
 

@@ -11,7 +11,7 @@
 use crate::config::{Config, KnobValue};
 use crate::faults::{Injected, Placement, ScriptedFault, Site};
 use crate::run::world_for;
-use crate::scenario::{RequestKind, Scenario};
+use crate::scenario::{Request, RequestKind, Scenario};
 use crate::simulate::{Outcome, simulate};
 use crate::stopwatch::Stopwatch;
 use crate::task::Text;
@@ -549,7 +549,7 @@ fn without_waits(search: &mut Search) {
         return;
     }
     let mut candidate = search.best.clone();
-    (candidate.requests.iter_mut()).for_each(crate::scenario::Request::drop_waits);
+    candidate.requests.iter_mut().for_each(Request::drop_waits);
     search.try_keep(candidate);
 }
 
