@@ -13,7 +13,7 @@ use crate::invariants::CONVERGES;
 use crate::world::World;
 use crate::world::engine::schedule::Wake;
 
-use super::fingerprint::fingerprint;
+use super::fingerprint::{Fingerprints, fingerprint};
 use super::level::expand_level;
 use super::options::{CheckOptions, Ended, Explored, Found, Move};
 use super::successors::{Outcome, Pending, Successor, successors};
@@ -29,9 +29,8 @@ struct Node {
 struct Search<'o> {
     options: &'o CheckOptions,
     nodes: Vec<Node>,
-    /// Fingerprints of every state kept (a B-tree: sim walks no hash
-    /// order, and a lookup costs little beside a fingerprint).
-    seen: BTreeSet<u128>,
+    /// Fingerprints of every state kept.
+    seen: Fingerprints,
     explored: Explored,
 }
 
@@ -40,7 +39,7 @@ pub fn explore(root: World, options: &CheckOptions) -> Explored {
     let mut search = Search {
         options,
         nodes: Vec::new(),
-        seen: BTreeSet::new(),
+        seen: Fingerprints::default(),
         explored: Explored {
             unique_states: 0,
             transitions: 0,

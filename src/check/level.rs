@@ -20,8 +20,7 @@
 //! heaps that other threads had filled (200,000 states of the happy path
 //! at two faults: 3.4-3.7 s with two fresh threads, 2.6-2.7 s this way).
 
-use std::collections::BTreeSet;
-
+use super::fingerprint::Fingerprints;
 use super::options::CheckOptions;
 use super::successors::{Pending, Successor, successors};
 
@@ -38,7 +37,7 @@ pub type Expanded = Vec<(u32, Vec<Successor>)>;
 pub fn expand_level(
     frontier: Vec<Pending>,
     options: &CheckOptions,
-    known: &BTreeSet<u128>,
+    known: &Fingerprints,
 ) -> Expanded {
     let threads = options.jobs.clamp(1, frontier.len().max(1));
     let share = frontier.len().div_ceil(threads);
@@ -51,7 +50,7 @@ pub fn expand_level(
     }
     shares.push(rest);
     let expand = move |states: Vec<Pending>| {
-        let mut produced = BTreeSet::new();
+        let mut produced = Fingerprints::default();
         states
             .into_iter()
             .map(|pending| {

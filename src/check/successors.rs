@@ -4,13 +4,11 @@
 //! is the search's costly part and needs nothing but the state and the
 //! fingerprints kept before, so threads can run it on their own states.
 
-use std::collections::BTreeSet;
-
 use crate::faults::{FaultKind, Injected, Probe, Site};
 use crate::world::World;
 use crate::world::engine::schedule::Wake;
 
-use super::fingerprint::fingerprint;
+use super::fingerprint::{Fingerprints, fingerprint};
 use super::options::{CheckOptions, Move};
 
 /// A state waiting to be expanded. The world is boxed: a frontier of them
@@ -76,8 +74,8 @@ enum Forced {
 pub fn successors(
     pending: Pending,
     options: &CheckOptions,
-    known: &BTreeSet<u128>,
-    mut produced: Option<&mut BTreeSet<u128>>,
+    known: &Fingerprints,
+    mut produced: Option<&mut Fingerprints>,
 ) -> Vec<Successor> {
     let Pending {
         world,
@@ -155,8 +153,8 @@ fn outcome_of(
     child: Box<World>,
     spent: u32,
     early: u32,
-    known: &BTreeSet<u128>,
-    produced: Option<&mut BTreeSet<u128>>,
+    known: &Fingerprints,
+    produced: Option<&mut Fingerprints>,
 ) -> Outcome {
     if let Some(violation) = &child.violation {
         return Outcome::Violation {
@@ -166,7 +164,7 @@ fn outcome_of(
         };
     }
     let fingerprint = fingerprint(&child, spent, early);
-    if known.contains(&fingerprint) {
+    if known.contains(fingerprint) {
         return Outcome::Seen;
     }
     if let Some(produced) = produced
