@@ -113,11 +113,15 @@ pub fn successors(
             outcome,
         });
     };
+    // One probe for every run of the state, cleared before each: a fresh
+    // box and list per transition were two of its allocations.
+    let mut probe = Box::<Probe>::default();
     for (branch, (index, wake, early)) in branches.iter().enumerate() {
         let last_branch = branch + 1 == branches.len();
         // With no budget left the plain run is the state's last.
         let world = take_or_copy(&mut parent, last_branch && !may_fault);
-        let (plain, probe) = run(world, *index, Forced::Nothing);
+        let plain;
+        (plain, probe) = run(world, *index, Forced::Nothing, probe);
         let forced = if may_fault {
             fault_menu(options, &probe)
         } else {
@@ -126,11 +130,12 @@ pub fn successors(
         judge(plain, *wake, None, *early);
         for (position, force) in forced.iter().enumerate() {
             let last = last_branch && position + 1 == forced.len();
-            let (child, probe) = run(take_or_copy(&mut parent, last), *index, *force);
+            let child;
+            (child, probe) = run(take_or_copy(&mut parent, last), *index, *force, probe);
             // A forced fault always fires (the step runs as it did when
             // it reached the site); if one did not, the copy is the plain
             // successor again and costs nothing new.
-            let Some(fault) = probe.fired else {
+            let Some(fault) = probe.fired.take() else {
                 continue;
             };
             judge(child, *wake, Some(fault), *early);
@@ -211,17 +216,34 @@ fn fault_menu(options: &CheckOptions, probe: &Probe) -> Vec<Forced> {
     menu
 }
 
-/// Fires wake `index` of `world`'s menu with `forced`; returns the world
-/// and what the step's probe saw.
-fn run(mut world: Box<World>, index: usize, forced: Forced) -> (Box<World>, Probe) {
-    let mut probe = Probe::default();
+/// Fires wake `index` of `world`'s menu with `forced`, seen by `probe`
+/// (cleared first, keeping its list's room); returns the world and what
+/// the step's probe saw.
+fn run(
+    mut world: Box<World>,
+    index: usize,
+    forced: Forced,
+    mut probe: Box<Probe>,
+) -> (Box<World>, Box<Probe>) {
+    let Probe {
+        reached,
+        forced: forced_site,
+        crash_reached,
+        crash_forced,
+        fired,
+    } = &mut *probe;
+    reached.clear();
+    *forced_site = None;
+    *crash_reached = None;
+    *crash_forced = false;
+    *fired = None;
     match forced {
         Forced::Nothing => {}
-        Forced::Site(occurrence, kind) => probe.forced = Some((occurrence, kind)),
-        Forced::Crash => probe.crash_forced = true,
+        Forced::Site(occurrence, kind) => *forced_site = Some((occurrence, kind)),
+        Forced::Crash => *crash_forced = true,
     }
-    world.faults.probe = Some(Box::new(probe));
+    world.faults.probe = Some(probe);
     world.fire_chosen(index);
     let probe = world.faults.probe.take().expect("the probe stays in place");
-    (world, *probe)
+    (world, probe)
 }

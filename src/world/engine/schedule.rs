@@ -235,8 +235,17 @@ impl Schedule {
 
     /// Every queued wake with its due time, in the order `pop` would
     /// return them (the model checker's menu of what may happen next).
+    ///
+    /// One allocation, of the list's whole length: the model checker lists
+    /// a world's wakes at every transition (menu, identity, `take`).
     pub fn entries(&self) -> Vec<(u64, Wake)> {
-        let mut entries = Vec::new();
+        let mut length: usize = self.far.iter().map(|(_, wakes)| wakes.len()).sum();
+        let mut occupied = self.occupied;
+        while occupied != 0 {
+            length += self.near[occupied.trailing_zeros() as usize].len();
+            occupied &= occupied - 1;
+        }
+        let mut entries = Vec::with_capacity(length);
         // The occupied buckets in window order, from `start`'s.
         let mut occupied = self.occupied.rotate_right((self.start % WINDOW) as u32);
         while occupied != 0 {
@@ -247,10 +256,12 @@ impl Schedule {
                 entries.push((at, *wake));
             }
         }
+        // Each far block in push order, then sorted by time in place (a
+        // stable sort: equal times keep their push order).
         for (_, wakes) in &self.far {
-            let mut block = wakes.clone();
-            block.sort_by_key(|(at, _)| *at);
-            entries.extend(block);
+            let first = entries.len();
+            entries.extend_from_slice(wakes);
+            entries[first..].sort_by_key(|(at, _)| *at);
         }
         entries
     }
@@ -330,7 +341,7 @@ mod tests {
 
     /// The schedule pops exactly what a heap ordered by (time, push order)
     /// pops, for pushes near and far, ties, and pushes between pops, and
-    /// nothing after the last.
+    /// nothing after the last; its list of entries is that order too.
     #[test]
     fn pops_in_time_then_sequence_order() {
         let mut schedule = Schedule::default();
@@ -383,6 +394,16 @@ mod tests {
                 let std::cmp::Reverse((at, _, index)) = reference.pop().unwrap();
                 assert_eq!(schedule.pop(), Some((at, Wake::Issue(index))));
                 now = at;
+            }
+            // The model checker's list of everything queued is pop order.
+            if round % 997 == 0 {
+                let mut expected: Vec<_> = reference.iter().map(|entry| entry.0).collect();
+                expected.sort_unstable();
+                let expected: Vec<_> = expected
+                    .into_iter()
+                    .map(|(at, _, index)| (at, Wake::Issue(index)))
+                    .collect();
+                assert_eq!(schedule.entries(), expected, "round {round}");
             }
         }
         while let Some(std::cmp::Reverse((at, _, index))) = reference.pop() {
