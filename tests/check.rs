@@ -31,7 +31,8 @@ fn json(output: &std::process::Output) -> serde_json::Value {
 
 /// The correct protocol, one create, every order of its wakes in time and
 /// every single lost ack or lost response: explored to the end, no
-/// violation, every quiet state converged.
+/// violation, every quiet state converged, the redelivery a lost ack
+/// causes reported as reached.
 #[test]
 fn the_happy_path_is_exhausted_with_no_violation() {
     let prepared = prepare(&load_scenario("happy-path"), true, None);
@@ -51,6 +52,15 @@ fn the_happy_path_is_exhausted_with_no_violation() {
     let plain = explore(initial_world(&prepared), &options(0));
     assert_eq!(plain.ended, Ended::Exhausted);
     assert!(plain.unique_states < explored.unique_states);
+    // The "sometimes" targets are those of every kept state: a lost ack
+    // leads to a redelivery, deep in the search and never without it.
+    assert!(
+        explored.sometimes.contains("redelivered"),
+        "{:?}",
+        explored.sometimes
+    );
+    assert!(!plain.sometimes.contains("redelivered"));
+    assert!(plain.sometimes.is_subset(&explored.sometimes));
 }
 
 /// Two planted bugs, their scripted faults dropped: the checker finds each

@@ -31,6 +31,9 @@ struct Search<'o> {
     nodes: Vec<Node>,
     /// Fingerprints of every state kept.
     seen: Fingerprints,
+    /// The targets the last world `note_sometimes` added had reached, in
+    /// key order: all in `explored.sometimes` already.
+    last_sometimes: Vec<&'static str>,
     explored: Explored,
 }
 
@@ -40,6 +43,7 @@ pub fn explore(root: World, options: &CheckOptions) -> Explored {
         options,
         nodes: Vec::new(),
         seen: Fingerprints::default(),
+        last_sometimes: Vec::new(),
         explored: Explored {
             unique_states: 0,
             transitions: 0,
@@ -106,10 +110,11 @@ impl Search<'_> {
         depth: u32,
         next: &mut Vec<Pending>,
     ) -> Option<Ended> {
+        let mut out = Vec::new();
         for pending in frontier {
             let parent = pending.node;
-            let successors = successors(pending, self.options, &self.seen, None);
-            if let Some(ended) = self.take(parent, successors, depth, next) {
+            successors(pending, self.options, &self.seen, None, &mut out);
+            if let Some(ended) = self.take(parent, out.drain(..), depth, next) {
                 return Some(ended);
             }
         }
@@ -124,10 +129,13 @@ impl Search<'_> {
         depth: u32,
         next: &mut Vec<Pending>,
     ) -> Option<Ended> {
-        let expanded = expand_level(frontier, self.options, &self.seen);
-        for (parent, successors) in expanded {
-            if let Some(ended) = self.take(parent, successors, depth, next) {
-                return Some(ended);
+        for share in expand_level(frontier, self.options, &self.seen) {
+            let mut successors = share.successors.into_iter();
+            for (parent, count) in share.states {
+                if let Some(ended) = self.take(parent, successors.by_ref().take(count), depth, next)
+                {
+                    return Some(ended);
+                }
             }
         }
         None
@@ -139,7 +147,7 @@ impl Search<'_> {
     fn take(
         &mut self,
         parent: u32,
-        successors: Vec<Successor>,
+        successors: impl Iterator<Item = Successor>,
         depth: u32,
         next: &mut Vec<Pending>,
     ) -> Option<Ended> {
@@ -173,9 +181,7 @@ impl Search<'_> {
             }
             self.explored.unique_states += 1;
             self.explored.max_depth = self.explored.max_depth.max(depth);
-            for target in world.counters.sometimes.keys() {
-                self.explored.sometimes.insert(target);
-            }
+            self.note_sometimes(&world);
             let node = self.add_node(parent, step);
             match quiet {
                 // A quiet world (nothing left to do) is judged for
@@ -199,6 +205,25 @@ impl Search<'_> {
             }
         }
         None
+    }
+
+    /// Adds the "sometimes" targets `world` reached to the search's. Most
+    /// kept worlds reached the same targets as the one before them: that
+    /// list is compared first, in order, and only a different one is
+    /// added target by target (a lookup per target per kept state was
+    /// most of the time the search spent between levels on two threads).
+    fn note_sometimes(&mut self, world: &World) {
+        let reached = world.counters.sometimes.keys();
+        if reached.len() == self.last_sometimes.len()
+            && reached.clone().eq(self.last_sometimes.iter())
+        {
+            return;
+        }
+        self.last_sometimes.clear();
+        for target in reached {
+            self.explored.sometimes.insert(target);
+            self.last_sometimes.push(target);
+        }
     }
 
     fn add_node(&mut self, parent: u32, step: Move) -> u32 {

@@ -24,8 +24,14 @@ use super::fingerprint::Fingerprints;
 use super::options::CheckOptions;
 use super::successors::{Pending, Successor, successors};
 
-/// Each state's node and its successors, in frontier order.
-pub type Expanded = Vec<(u32, Vec<Successor>)>;
+/// A share's states and their successors, in frontier order: each
+/// state's node and how many of `successors` are its, in turn. One list
+/// per share, so the merge frees one list a share, not one a state.
+#[derive(Default)]
+pub struct Expanded {
+    pub states: Vec<(u32, usize)>,
+    pub successors: Vec<Successor>,
+}
 
 /// Expands every state of `frontier` on `options.jobs` threads.
 ///
@@ -38,7 +44,7 @@ pub fn expand_level(
     frontier: Vec<Pending>,
     options: &CheckOptions,
     known: &Fingerprints,
-) -> Expanded {
+) -> Vec<Expanded> {
     let threads = options.jobs.clamp(1, frontier.len().max(1));
     let share = frontier.len().div_ceil(threads);
     let mut shares = Vec::with_capacity(threads);
@@ -51,14 +57,24 @@ pub fn expand_level(
     shares.push(rest);
     let expand = move |states: Vec<Pending>| {
         let mut produced = Fingerprints::default();
-        states
-            .into_iter()
-            .map(|pending| {
-                let node = pending.node;
-                let expanded = successors(pending, options, known, Some(&mut produced));
-                (node, expanded)
-            })
-            .collect::<Expanded>()
+        let mut expanded = Expanded {
+            states: Vec::with_capacity(states.len()),
+            successors: Vec::new(),
+        };
+        for pending in states {
+            let node = pending.node;
+            let before = expanded.successors.len();
+            successors(
+                pending,
+                options,
+                known,
+                Some(&mut produced),
+                &mut expanded.successors,
+            );
+            let count = expanded.successors.len() - before;
+            expanded.states.push((node, count));
+        }
+        expanded
     };
     let mut shares = shares.into_iter();
     let first = shares.next().expect("one share at least");
@@ -66,9 +82,9 @@ pub fn expand_level(
         let others: Vec<_> = shares
             .map(|states| scope.spawn(move || expand(states)))
             .collect();
-        let mut expanded = expand(first);
+        let mut expanded = vec![expand(first)];
         for other in others {
-            expanded.extend(other.join().expect("an expanding thread panicked"));
+            expanded.push(other.join().expect("an expanding thread panicked"));
         }
         expanded
     })

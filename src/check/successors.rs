@@ -63,10 +63,13 @@ enum Forced {
     Crash,
 }
 
-/// Every transition out of `pending`, in the search's order: the wakes in
-/// menu order, each as it comes and then with each fault. A state whose
-/// fingerprint `known` holds, or `produced` (when given) held before, is
-/// `Seen`; `produced` gains the fingerprints of the `Fresh` ones.
+/// Every transition out of `pending`, in the search's order, appended to
+/// `out`: the wakes in menu order, each as it comes and then with each
+/// fault. A state whose fingerprint `known` holds, or `produced` (when
+/// given) held before, is `Seen`; `produced` gains the fingerprints of the
+/// `Fresh` ones. Appended, not returned: a list per state, made on one
+/// thread and freed on the one that merges, was a lock of the allocator
+/// per state.
 ///
 /// Each run takes a copy of the world except the state's last, which takes
 /// the world itself: the state is spent once expanded, and a world copy is
@@ -76,7 +79,8 @@ pub fn successors(
     options: &CheckOptions,
     known: &Fingerprints,
     mut produced: Option<&mut Fingerprints>,
-) -> Vec<Successor> {
+    out: &mut Vec<Successor>,
+) {
     let Pending {
         world,
         spent,
@@ -102,7 +106,6 @@ pub fn successors(
     }
     let may_fault = spent < options.faults;
     let mut parent = Some(world);
-    let mut out = Vec::new();
     let mut judge = |child: Box<World>, wake: Wake, fault: Option<Injected>, early: u32| {
         let spent = spent + u32::from(fault.is_some());
         let outcome = outcome_of(child, spent, early, known, produced.as_deref_mut());
@@ -141,7 +144,6 @@ pub fn successors(
             judge(child, *wake, Some(fault), *early);
         }
     }
-    out
 }
 
 /// The world itself when `last`, else a copy of it.
