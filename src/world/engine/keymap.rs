@@ -1,6 +1,8 @@
 //! `KeyMap`: the one hash table in sim, for lookups by idempotency key.
-//! Everywhere else sim uses ordered containers, so that no order can come
-//! from hashing; this one is only looked up, never walked in hash order.
+//! Everywhere else sim uses ordered containers (and one hash set, the
+//! model checker's fingerprints, asked for membership only), so that no
+//! order can come from hashing; this one is only looked up, never walked
+//! in hash order.
 
 use std::collections::HashMap;
 use std::fmt;
