@@ -375,6 +375,17 @@ mod tests {
         );
     }
 
+    /// A small deterministic stream of draws for the reference-model tests.
+    fn draws(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            state >> 33
+        }
+    }
+
     /// `take` removes exactly the entry at its index in a list ordered by
     /// (time, push order), for the first due wakes and any other, with
     /// time jumping ahead of wakes left behind; pushes and pops between
@@ -385,13 +396,7 @@ mod tests {
         let mut reference: Vec<(u64, u64, u32)> = Vec::new();
         let mut sequence = 0u64;
         let mut now = 0u64;
-        let mut state = 11u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            state >> 33
-        };
+        let mut next = draws(11);
         let (mut first_due, mut others) = (0u32, 0u32);
         for round in 0..30_000u32 {
             match next() % 5 {
@@ -417,7 +422,7 @@ mod tests {
                     // takes them; sometimes any entry at all.
                     let first_at = reference[0].0;
                     let due_first = reference.iter().filter(|e| e.0 == first_at).count();
-                    let index = if next() % 4 == 0 {
+                    let index = if next().is_multiple_of(4) {
                         next() as usize % reference.len()
                     } else {
                         next() as usize % due_first
@@ -453,13 +458,7 @@ mod tests {
         let mut reference = BinaryHeap::new();
         let mut sequence = 0u64;
         let mut now = 0u64;
-        let mut state = 7u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            state >> 33
-        };
+        let mut next = draws(7);
         // The end of a pause: the wakes it holds back go there in a burst.
         let mut pause_end = 0u64;
         let mut id = 0u32;
@@ -467,7 +466,7 @@ mod tests {
             // Pushes outnumber pops at first, then pops catch up, so time
             // moves through thousands of blocks with wakes queued ahead.
             let pushes_per_pop = if round < 20_000 { 3 } else { 2 };
-            if next() % pushes_per_pop != 0 || reference.is_empty() {
+            if !next().is_multiple_of(pushes_per_pop) || reference.is_empty() {
                 // Mostly near, sometimes on the window's edge or far.
                 let (delay, burst) = match next() % 10 {
                     0 => (0, 1),
@@ -482,7 +481,7 @@ mod tests {
                     // of a pause's end (ahead of later blocks, such as
                     // case 4's): the far list's guess at work.
                     7 => {
-                        if pause_end <= now + 2 * BLOCK || next() % 8 == 0 {
+                        if pause_end <= now + 2 * BLOCK || next().is_multiple_of(8) {
                             pause_end = now + BLOCK * 3 + next() % 3_000;
                         }
                         (pause_end - now, 5 + next() % 26)
