@@ -27,7 +27,6 @@ use super::successors::{Pending, Successor, successors};
 /// A share's states and their successors, in frontier order: each
 /// state's node and how many of `successors` are its, in turn. One list
 /// per share, so the merge frees one list a share, not one a state.
-#[derive(Default)]
 pub struct Expanded {
     pub states: Vec<(u32, usize)>,
     pub successors: Vec<Successor>,
