@@ -185,6 +185,15 @@ impl Schedule {
 
     /// The earliest wake and its time.
     pub fn pop(&mut self) -> Option<(u64, Wake)> {
+        let (at, bucket) = self.slide_to_first_due()?;
+        Some((at, self.remove_near(bucket, 0)))
+    }
+
+    /// Slides the window to the earliest queued time and returns it with
+    /// its bucket (`None` when nothing is queued): what `pop` and `take`
+    /// do before they remove a wake due first.
+    #[inline]
+    fn slide_to_first_due(&mut self) -> Option<(u64, usize)> {
         if self.occupied == 0 {
             // Nothing in the window: it jumps to the first far block.
             let block = self.far.front()?.0;
@@ -206,14 +215,23 @@ impl Schedule {
             self.move_near(self.base + 1);
         }
         self.start = at;
-        let bucket = (at % WINDOW) as usize;
-        let wake = self.near[bucket]
-            .pop_front()
-            .expect("an occupied bucket has a wake");
+        Some((at, (at % WINDOW) as usize))
+    }
+
+    /// Removes the wake at `index` of `bucket`, an occupied one.
+    fn remove_near(&mut self, bucket: usize, index: usize) -> Wake {
+        let wakes = &mut self.near[bucket];
+        // `pop_front` for the first: every pop of a run takes it.
+        let wake = if index == 0 {
+            wakes.pop_front()
+        } else {
+            wakes.remove(index)
+        };
+        let wake = wake.expect("an occupied bucket has a wake at the index");
         if self.near[bucket].is_empty() {
             self.occupied &= !(1 << bucket);
         }
-        Some((at, wake))
+        wake
     }
 
     /// Moves far block `block`'s wakes into their buckets. The list is in
@@ -267,18 +285,24 @@ impl Schedule {
     }
 
     /// Removes and returns the wake at `index` of `entries()`, whatever its
-    /// time: the model checker lets any armed timer fire next. Time may
-    /// then have passed the remaining wakes' due times, so the window
-    /// restarts at the earlier of `now` and the earliest one left; the rest
+    /// time: the model checker lets any armed timer fire next; the rest
     /// keep their order.
     pub fn take(&mut self, index: usize, now: u64) -> (u64, Wake) {
-        if let Some(taken) = self.take_first_due(index) {
-            return taken;
+        // A wake due first (every branch of the model checker's `--early
+        // 0`) goes as `pop` takes one, from its bucket, and the window is
+        // what a pop leaves; listing and requeueing every wake for it was
+        // two allocations or more per transition.
+        if let Some((at, bucket)) = self.slide_to_first_due()
+            && index < self.near[bucket].len()
+        {
+            return (at, self.remove_near(bucket, index));
         }
+        // A later wake: time may then pass the remaining wakes' due
+        // times, so the window restarts at the earlier of `now` and the
+        // earliest one left, and every wake is queued again.
         let mut entries = self.entries();
         let taken = entries.remove(index);
-        // Emptied in place, keeping the buckets' buffers: the model
-        // checker takes a wake this way at every step it runs.
+        // Emptied in place, keeping the buckets' buffers.
         for bucket in &mut self.near {
             bucket.clear();
         }
@@ -293,39 +317,6 @@ impl Schedule {
             self.push(at, wake);
         }
         taken
-    }
-
-    /// `take` when entry `index` is due at the earliest time queued (the
-    /// first occupied bucket): removed as `pop` would remove the bucket's
-    /// first, so the window is what a pop leaves. With `--early 0` every
-    /// branch of the model checker is such a wake, and listing and
-    /// requeueing every wake for it was two allocations or more per
-    /// transition. `None` (nothing changed) for any other entry.
-    fn take_first_due(&mut self, index: usize) -> Option<(u64, Wake)> {
-        if self.occupied == 0 {
-            return None;
-        }
-        let offset = self
-            .occupied
-            .rotate_right((self.start % WINDOW) as u32)
-            .trailing_zeros();
-        let at = self.start + u64::from(offset);
-        let bucket = (at % WINDOW) as usize;
-        if index >= self.near[bucket].len() {
-            return None;
-        }
-        if at / BLOCK != self.base {
-            self.base = at / BLOCK;
-            self.move_near(self.base + 1);
-        }
-        self.start = at;
-        let wake = self.near[bucket]
-            .remove(index)
-            .expect("the index is within the bucket");
-        if self.near[bucket].is_empty() {
-            self.occupied &= !(1 << bucket);
-        }
-        Some((at, wake))
     }
 
     fn put_near(&mut self, at: u64, wake: Wake) {
