@@ -80,6 +80,7 @@ fn mix(a: u64, b: u64) -> u64 {
 /// spent half a check's time). A pair, not a word, per multiply: each
 /// lane's multiplies form one chain, so the chain's length is the cost
 /// (a word per multiply took twice as long to hash a world).
+#[derive(Clone, Copy)]
 struct Lanes {
     low: u64,
     high: u64,
@@ -119,13 +120,14 @@ impl Lanes {
     }
 
     fn finish128(&self) -> u128 {
-        let (mut low, mut high) = (self.low, self.high);
-        if self.words % 2 == 1 {
-            low = mix(low ^ self.waiting ^ P1, P0 ^ self.words);
-            high = mix(high ^ self.waiting.rotate_left(29) ^ P3, P2 ^ self.words);
+        let mut lanes = *self;
+        // An odd last word goes in as a pair with zero (the count tells
+        // it from a zero written after it).
+        if lanes.words % 2 == 1 {
+            lanes.pair(lanes.waiting, 0);
         }
-        let low = mix(low ^ P1, self.words ^ P0);
-        let high = mix(high ^ P3, self.words ^ P2);
+        let low = mix(lanes.low ^ P1, lanes.words ^ P0);
+        let high = mix(lanes.high ^ P3, lanes.words ^ P2);
         (u128::from(high) << 64) | u128::from(low)
     }
 }
