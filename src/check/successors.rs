@@ -227,22 +227,16 @@ fn run(
     forced: Forced,
     mut probe: Box<Probe>,
 ) -> (Box<World>, Box<Probe>) {
-    let Probe {
-        reached,
-        forced: forced_site,
-        crash_reached,
-        crash_forced,
-        fired,
-    } = &mut *probe;
+    let mut reached = std::mem::take(&mut probe.reached);
     reached.clear();
-    *forced_site = None;
-    *crash_reached = None;
-    *crash_forced = false;
-    *fired = None;
+    *probe = Probe {
+        reached,
+        ..Probe::default()
+    };
     match forced {
         Forced::Nothing => {}
-        Forced::Site(occurrence, kind) => *forced_site = Some((occurrence, kind)),
-        Forced::Crash => *crash_forced = true,
+        Forced::Site(occurrence, kind) => probe.forced = Some((occurrence, kind)),
+        Forced::Crash => probe.crash_forced = true,
     }
     world.faults.probe = Some(probe);
     world.fire_chosen(index);
