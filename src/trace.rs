@@ -195,7 +195,7 @@ impl Record {
 /// encoding does no allocation.
 #[derive(Clone)]
 struct Encoded {
-    /// `CAPACITY` bytes, or none in a silent trace, which encodes nothing.
+    /// `CAPACITY` bytes, or none in a trace that hashes nothing.
     bytes: Box<[u8]>,
     len: usize,
 }
@@ -216,9 +216,9 @@ impl Encoded {
         }
     }
 
-    /// The buffer of a silent trace: nothing is ever gathered in it, and a
-    /// copy of a world (the model checker's, at every branch) then copies
-    /// no 4 KB of it.
+    /// The buffer of a trace that hashes nothing: nothing is ever
+    /// gathered in it, and a copy of a world (the model checker's, at every
+    /// branch) then copies no 4 KB of it.
     fn unused() -> Encoded {
         Encoded {
             bytes: Box::default(),
@@ -304,6 +304,9 @@ pub struct Trace {
     pub kept: Option<Vec<Record>>,
     /// Keeps the last record only (`Trace::silent`).
     silent: bool,
+    /// Records are encoded and hashed (not in `Trace::silent` or
+    /// `Trace::unhashed`).
+    hashed: bool,
 }
 
 /// A copy for the model checker, which forks a world at every branch. A
@@ -323,6 +326,7 @@ impl Clone for Trace {
             json: self.json.clone(),
             kept: self.kept.clone(),
             silent: self.silent,
+            hashed: self.hashed,
         }
     }
 }
@@ -337,6 +341,7 @@ impl Trace {
             json: String::new(),
             kept: None,
             silent: false,
+            hashed: true,
         }
     }
 
@@ -346,10 +351,26 @@ impl Trace {
     /// copies then carry one record, not a ring of them.
     pub fn silent() -> Trace {
         Trace {
-            buffer: Encoded::unused(),
             silent: true,
+            ..Trace::unhashed()
+        }
+    }
+
+    /// A trace that keeps its ring of recent records (and the whole trace
+    /// or its lines, when asked) but encodes and hashes nothing: a fuzz
+    /// seed's, whose `traceSha256` nobody reads unless its determinism is
+    /// checked. Hashing was about 5% of a swarm campaign's time.
+    pub fn unhashed() -> Trace {
+        Trace {
+            buffer: Encoded::unused(),
+            hashed: false,
             ..Trace::new()
         }
+    }
+
+    /// Whether `sha256` may be asked for.
+    pub fn hashed(&self) -> bool {
+        self.hashed
     }
 
     /// Appends `record` (borrowed: the ring keeps the one copy made).
@@ -361,10 +382,12 @@ impl Trace {
             self.ring.push_back(record.clone());
             return;
         }
-        record.encode(&mut self.buffer);
-        if self.buffer.full() {
-            self.hasher.update(self.buffer.gathered());
-            self.buffer.clear();
+        if self.hashed {
+            record.encode(&mut self.buffer);
+            if self.buffer.full() {
+                self.hasher.update(self.buffer.gathered());
+                self.buffer.clear();
+            }
         }
         if let Some(out) = self.lines.as_mut() {
             self.json.clear();
@@ -389,8 +412,10 @@ impl Trace {
         }
     }
 
-    /// The rolling SHA-256 of every record so far.
+    /// The rolling SHA-256 of every record so far. Asking it of a trace
+    /// that hashes nothing is a bug in sim.
     pub fn sha256(&self) -> Sha {
+        assert!(self.hashed, "the hash of a trace that hashes nothing");
         let mut hasher = self.hasher.clone();
         hasher.update(self.buffer.gathered());
         hasher.finalize().into()
@@ -631,6 +656,43 @@ mod tests {
         record.encode(&mut encoded);
         assert!(encoded.gathered().len() <= Encoded::RECORD_MAX);
         assert_eq!(decode(encoded.gathered()), vec![Fields::of(&record)]);
+    }
+
+    /// A trace that hashes nothing keeps the same ring and whole list as
+    /// one that hashes, and asking its hash is a bug, not a hash of nothing.
+    #[test]
+    fn an_unhashed_trace_keeps_what_a_hashed_one_keeps() {
+        let mut hashed = Trace::new();
+        let mut unhashed = Trace::unhashed();
+        hashed.kept = Some(Vec::new());
+        unhashed.kept = Some(Vec::new());
+        let before = hashed.sha256();
+        for step in 1..=(RING_LEN as u64 + 5) {
+            let record = Record {
+                step,
+                time_ms: step * 3,
+                actor: ActorId::OPERATOR,
+                verb: Verb::ALL[step as usize % Verb::ALL.len()],
+                outcome: "ok",
+                task: Some(TaskId(step as u32)),
+                message: None,
+                entry: None,
+                attempt: 0,
+                version: None,
+                hash: None,
+                fault: None,
+            };
+            hashed.push(&record);
+            unhashed.push(&record);
+        }
+        assert_ne!(hashed.sha256(), before, "the hashed trace hashed");
+        assert!(hashed.hashed() && !unhashed.hashed());
+        assert_eq!(unhashed.tail(RING_LEN), hashed.tail(RING_LEN));
+        assert_eq!(unhashed.tail(RING_LEN).len(), RING_LEN);
+        assert_eq!(unhashed.kept, hashed.kept);
+        assert_eq!(unhashed.last().map(|r| r.step), Some(RING_LEN as u64 + 5));
+        let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unhashed.sha256()));
+        assert!(asked.is_err(), "an unhashed trace has no hash to give");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::mutants::Mutant;
 use crate::scenario::{Expect, Scenario};
 use crate::simulate::{Outcome, simulate};
 use crate::task::{EventType, Status};
+use crate::trace::{RING_LEN, Trace};
 use crate::world::World;
 
 use super::panic::{as_violation, catching};
@@ -72,7 +73,8 @@ pub struct SeedResult {
     pub steps: u64,
     pub draw: Draw,
     pub outcome: Outcome,
-    pub trace_sha256: Sha,
+    /// Its `traceSha256`, when the determinism check asked for it.
+    pub trace_sha256: Option<Sha>,
     pub tasks_terminal: u64,
     pub checks: u64,
     pub faults: BTreeMap<(Site, FaultKind), u64>,
@@ -166,6 +168,10 @@ pub fn world_of_draw(
 /// Runs one seed to its end.
 pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     let (scenario, mut world, draw) = fuzz_world(seed, options.steps, options.mutant);
+    // Only the determinism check reads a seed's trace hash.
+    if !options.check_determinism {
+        world.trace = Trace::unhashed();
+    }
     let outcome = catching(|| {
         if let Some(report) = options.progress_within_seed {
             let clock = crate::stopwatch::Stopwatch::start();
@@ -193,6 +199,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     // The logging run also watches for the reproducer's timeline page.
     let mut timeline = log_requests.then(crate::timeline::Recorder::new);
     let again = (options.check_determinism || log_requests).then(|| {
+        // Hashed: the timeline page it feeds shows its `traceSha256`.
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
         // A failing seed's report shows the causal slice of the whole trace.
@@ -212,7 +219,10 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     });
     let same = again
         .as_ref()
-        .is_none_or(|again| again.trace.sha256() == result.trace_sha256);
+        .is_none_or(|again| match result.trace_sha256 {
+            Some(sha) => again.trace.sha256() == sha,
+            None => same_ending(&world, again),
+        });
     if !same {
         result.nondeterminism = Some(first_difference(seed, options));
     }
@@ -306,6 +316,26 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     result
 }
 
+/// Whether two runs of a seed whose traces were not hashed ended alike:
+/// the same number of steps, the same last records (step, time, actor,
+/// verb, outcome, ids) and the same counts of everything counted. Without
+/// `--check-determinism` a failing seed's second run, which writes its
+/// reproducer, is held to this: a run that went another way would not end
+/// on the same records with the same counts.
+fn same_ending(first: &World, second: &World) -> bool {
+    let (a, b) = (&first.counters, &second.counters);
+    first.steps == second.steps
+        && first.trace.tail(RING_LEN) == second.trace.tail(RING_LEN)
+        && a.sometimes == b.sometimes
+        && a.transitions == b.transitions
+        && a.rejections == b.rejections
+        && a.races == b.races
+        && a.tasks_terminal == b.tasks_terminal
+        && a.tasks_compacted == b.tasks_compacted
+        && a.invariant_checks == b.invariant_checks
+        && a.idle_wakes == b.idle_wakes
+}
+
 /// The outcome of a run that panicked: a failure of sim itself at the
 /// step it had reached.
 fn panicked(world: &World, message: String) -> Outcome {
@@ -326,7 +356,7 @@ fn summarize(seed: u64, world: &World, draw: Draw, outcome: Outcome) -> SeedResu
         seed,
         steps: world.steps,
         draw,
-        trace_sha256: world.trace.sha256(),
+        trace_sha256: world.trace.hashed().then(|| world.trace.sha256()),
         tasks_terminal: world.counters.tasks_terminal,
         checks: world.counters.invariant_checks,
         faults: crate::report::fault_counts(world),
@@ -467,4 +497,37 @@ pub fn run_seeds(
 
 pub fn out_dir(path: Option<&Path>) -> PathBuf {
     path.map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A seed's run, unhashed as a campaign runs it, for `steps` steps.
+    fn ran(seed: u64, steps: u64) -> World {
+        let (_, mut world, _) = fuzz_world(seed, steps, None);
+        world.trace = Trace::unhashed();
+        simulate(&mut world, steps, |_, _| {});
+        world
+    }
+
+    /// Two runs of a seed end alike; a run that went another way (another
+    /// seed, a step fewer, one count apart) does not.
+    #[test]
+    fn same_ending_tells_a_run_that_went_another_way() {
+        let first = ran(3, 3_000);
+        assert!(same_ending(&first, &ran(3, 3_000)));
+        assert!(!same_ending(&first, &ran(4, 3_000)));
+        assert!(!same_ending(&first, &ran(3, 2_999)));
+        let mut counted = ran(3, 3_000);
+        counted.counters.idle_wakes += 1;
+        assert!(!same_ending(&first, &counted));
+        let mut reached = ran(3, 3_000);
+        *reached
+            .counters
+            .sometimes
+            .entry("never-reached")
+            .or_insert(0) += 1;
+        assert!(!same_ending(&first, &reached));
+    }
 }
