@@ -211,6 +211,44 @@ fn threads_change_nothing_in_the_result() {
     assert_eq!(caught.ended, Ended::Violation, "the mutant case finds one");
 }
 
+/// A copy of a world starts with an empty step scratch (`touched`), the
+/// model checker's copies included: every step clears it before anything
+/// reads it. So, all along a fuzz run, a copy takes the next step as the
+/// world itself does: the same record, the same scratch after it.
+#[test]
+fn a_copy_takes_the_next_step_as_its_original_does() {
+    let (_, mut world, _) = sim::fuzz::campaign::fuzz_world(11, 2_000, None);
+    let mut after_touching = 0;
+    while world.steps < 2_000 {
+        let touched = !world.touched.is_empty();
+        let mut copy = world.clone();
+        assert!(copy.touched.is_empty(), "a copy's scratch starts empty");
+        let stepped = world.step();
+        assert_eq!(copy.step(), stepped);
+        assert_eq!(
+            copy.trace.last(),
+            world.trace.last(),
+            "step {}",
+            world.steps
+        );
+        assert_eq!(
+            format!("{:?}", *copy.touched),
+            format!("{:?}", *world.touched),
+            "step {}",
+            world.steps
+        );
+        assert!(copy.violation.is_none() && world.violation.is_none());
+        after_touching += usize::from(touched);
+        if stepped == sim::world::Stepped::Quiet {
+            break;
+        }
+    }
+    assert!(
+        after_touching > 1_000,
+        "{after_touching} copies had a full scratch"
+    );
+}
+
 #[test]
 fn the_state_bound_stops_the_search_and_says_so() {
     let output = sim(&[

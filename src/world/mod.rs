@@ -185,6 +185,33 @@ pub struct Counters {
     pub idle_wakes: u64,
 }
 
+/// What the step under way gathers for its own checks. A copy of a world
+/// starts with it empty: every step clears it before anything reads it
+/// (`World::begin`), and the model checker copies a world at every branch,
+/// where the last step's lists were copied (and allocated) only to be
+/// cleared.
+#[derive(Debug, Default)]
+pub struct StepScratch<T>(pub T);
+
+impl<T: Default> Clone for StepScratch<T> {
+    fn clone(&self) -> StepScratch<T> {
+        StepScratch(T::default())
+    }
+}
+
+impl<T> std::ops::Deref for StepScratch<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> std::ops::DerefMut for StepScratch<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
 /// A world is a plain value: the model checker forks it at every branch.
 #[derive(Clone)]
 pub struct World {
@@ -259,7 +286,7 @@ pub struct World {
     pub answers: Option<crate::world::truth::answers::Answers>,
     /// The step under way.
     rec: Record,
-    pub touched: Touched,
+    pub touched: StepScratch<Touched>,
     /// A crash a fault inside the step asked for (commit crash, crash after
     /// confirm), carried out once the step is recorded.
     crash_now: Option<ActorId>,
@@ -377,7 +404,7 @@ impl World {
             keep_request_log: false,
             answers: None,
             rec: blank_record(),
-            touched: Touched::default(),
+            touched: StepScratch::default(),
             crash_now: None,
             next_delivery: 0,
             compacted_input: Input::of(&serde_json::Value::Null),

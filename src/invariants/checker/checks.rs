@@ -17,7 +17,7 @@ impl World {
     /// the state by hand and expect an invariant's id.
     pub fn check_as_touched(&mut self, touched: crate::world::Touched) -> Option<Violation> {
         self.violation = None;
-        self.touched = touched;
+        *self.touched = touched;
         self.check_step();
         self.violation.take()
     }
@@ -110,7 +110,7 @@ impl World {
         }
         check_each!(answers, |(intent, answer, at)| self
             .check_answer(intent, answer, at));
-        let touched = &mut self.touched;
+        let touched = &mut *self.touched;
         if !touched.tokens.is_empty() {
             touched
                 .tasks

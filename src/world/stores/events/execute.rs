@@ -221,14 +221,15 @@ impl World {
         let sequence = event.sequence;
         let actor = self.rec.actor;
         if matches!(actor.kind, ActorKind::Worker | ActorKind::Reconciler) {
-            self.touched.commits.push(crate::world::Commit {
+            let commit = crate::world::Commit {
                 task,
                 kind: event.event_type(),
                 attempt,
                 actor,
                 incarnation: self.life(actor).incarnation,
                 lease: self.db.task(task).lease,
-            });
+            };
+            self.touched.commits.push(commit);
         }
         let event = Arc::new(event);
         self.insert_event_row(task, Arc::clone(&event), payload_sha256);
