@@ -48,8 +48,10 @@ pub enum NotShrinkable {
 /// Runs a scenario through both phases; the world is kept for its trace.
 fn run(scenario: &Scenario, keep_trace: bool) -> (World, Outcome) {
     let mut world = world_for(scenario);
-    // Candidates are judged by their failure alone; the answers are for dumps.
+    // Candidates are judged by their failure alone; the answers are for
+    // dumps, and the trace's hash for `sim run`.
     world.answers = None;
+    world.trace = crate::trace::Trace::unhashed();
     if keep_trace {
         world.trace.kept = Some(Vec::new());
     }
