@@ -1,6 +1,7 @@
 //! The trace: one canonical record per step, the rolling SHA-256 over their
-//! canonical bytes, a ring of the last records for reports, and the JSON
-//! lines written when `--trace FILE` asks for the whole trace.
+//! canonical bytes (none in an unhashed or silent trace), a ring of the
+//! last records for reports, and the JSON lines written when `--trace FILE`
+//! asks for the whole trace.
 //!
 //! The canonical bytes are a compact binary layout of varints (see
 //! `Record::encode`), not the JSON or the story: the hash must not change when
@@ -686,7 +687,8 @@ mod tests {
             unhashed.push(&record);
         }
         assert_ne!(hashed.sha256(), before, "the hashed trace hashed");
-        assert!(hashed.hashed() && !unhashed.hashed());
+        assert!(hashed.hashed());
+        assert!(!unhashed.hashed());
         assert_eq!(unhashed.tail(RING_LEN), hashed.tail(RING_LEN));
         assert_eq!(unhashed.tail(RING_LEN).len(), RING_LEN);
         assert_eq!(unhashed.kept, hashed.kept);

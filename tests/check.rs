@@ -3,7 +3,7 @@
 //! with a counterexample that `sim run` replays to the same violation at
 //! the same step, honours its bounds and exit codes, and the `schedule` a
 //! counterexample carries parses, writes back and refuses what it cannot
-//! name.
+//! name; a copy of a world (each branch's) steps as its original does.
 
 use sim::check::explore::explore;
 use sim::check::options::{CheckOptions, Ended};
@@ -11,6 +11,7 @@ use sim::check::prepare::{initial_world, prepare};
 use sim::faults::catalogue;
 use sim::scenario::parse::parse;
 use sim::scenario::write::to_toml;
+use sim::trace::RING_LEN;
 
 use crate::common::{load_scenario, scratch, sim, text};
 
@@ -225,19 +226,18 @@ fn a_copy_takes_the_next_step_as_its_original_does() {
         assert!(copy.touched.is_empty(), "a copy's scratch starts empty");
         let stepped = world.step();
         assert_eq!(copy.step(), stepped);
-        assert_eq!(
-            copy.trace.last(),
-            world.trace.last(),
-            "step {}",
-            world.steps
-        );
+        assert_eq!(copy.steps, world.steps);
+        let at = world.steps;
+        let tail = world.trace.tail(RING_LEN);
+        assert_eq!(copy.trace.tail(RING_LEN), tail, "step {at}");
         assert_eq!(
             format!("{:?}", *copy.touched),
             format!("{:?}", *world.touched),
-            "step {}",
-            world.steps
+            "step {at}"
         );
-        assert!(copy.violation.is_none() && world.violation.is_none());
+        assert_eq!(copy.counters, world.counters, "step {at}");
+        assert!(world.violation.is_none(), "step {at}");
+        assert!(copy.violation.is_none(), "step {at}");
         after_touching += usize::from(touched);
         if stepped == sim::world::Stepped::Quiet {
             break;

@@ -199,7 +199,8 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     // The logging run also watches for the reproducer's timeline page.
     let mut timeline = log_requests.then(crate::timeline::Recorder::new);
     let again = (options.check_determinism || log_requests).then(|| {
-        // Hashed: the timeline page it feeds shows its `traceSha256`.
+        // Hashed: the determinism check compares its hash with the first
+        // run's, and the timeline page it feeds shows it.
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
         // A failing seed's report shows the causal slice of the whole trace.
@@ -316,24 +317,18 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     result
 }
 
-/// Whether two runs of a seed whose traces were not hashed ended alike:
-/// the same number of steps, the same last records (step, time, actor,
-/// verb, outcome, ids) and the same counts of everything counted. Without
-/// `--check-determinism` a failing seed's second run, which writes its
-/// reproducer, is held to this: a run that went another way would not end
-/// on the same records with the same counts.
+/// Whether two runs of a seed, the first of which was not hashed, ended
+/// alike: the same number of steps, the same last records (step, time,
+/// actor, verb, outcome, ids), the same counters, violation and faults
+/// injected. Without `--check-determinism` a failing seed's second run,
+/// which writes its reproducer, is held to this: a run that went another
+/// way would hardly end on the same records with the same counts.
 fn same_ending(first: &World, second: &World) -> bool {
-    let (a, b) = (&first.counters, &second.counters);
     first.steps == second.steps
         && first.trace.tail(RING_LEN) == second.trace.tail(RING_LEN)
-        && a.sometimes == b.sometimes
-        && a.transitions == b.transitions
-        && a.rejections == b.rejections
-        && a.races == b.races
-        && a.tasks_terminal == b.tasks_terminal
-        && a.tasks_compacted == b.tasks_compacted
-        && a.invariant_checks == b.invariant_checks
-        && a.idle_wakes == b.idle_wakes
+        && first.counters == second.counters
+        && first.violation == second.violation
+        && first.faults.injected == second.faults.injected
 }
 
 /// The outcome of a run that panicked: a failure of sim itself at the
@@ -394,6 +389,14 @@ fn first_difference(seed: u64, options: &CampaignOptions) -> String {
                 y.story_line(false)
             );
         }
+    }
+    if left.len() == right.len() {
+        // The two runs made here agree: only the campaign's first run of
+        // the seed went another way.
+        return format!(
+            "seed {seed}: two more runs agreed on all {} records, unlike the campaign's first run",
+            left.len()
+        );
     }
     format!(
         "seed {seed}: traces differ in length ({} vs {} records)",
@@ -529,5 +532,15 @@ mod tests {
             .entry("never-reached")
             .or_insert(0) += 1;
         assert!(!same_ending(&first, &reached));
+        // Only the last record differs.
+        let mut recorded = ran(3, 3_000);
+        let mut last = recorded.trace.last().expect("a step was taken").clone();
+        last.outcome = "went-another-way";
+        recorded.trace.push(&last);
+        assert_eq!(recorded.steps, first.steps);
+        assert!(!same_ending(&first, &recorded));
+        let mut injected = ran(3, 3_000);
+        injected.faults.injected.pop();
+        assert!(!same_ending(&first, &injected));
     }
 }

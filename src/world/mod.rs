@@ -169,7 +169,7 @@ impl Touched {
 }
 
 /// Counts for summaries and coverage.
-#[derive(Clone, Debug, Default, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Counters {
     pub sometimes: BTreeMap<&'static str, u64>,
     pub transitions: BTreeMap<(crate::task::Status, crate::task::EventType), u64>,
@@ -187,9 +187,10 @@ pub struct Counters {
 
 /// What the step under way gathers for its own checks. A copy of a world
 /// starts with it empty: every step clears it before anything reads it
-/// (`World::begin`), and the model checker copies a world at every branch,
-/// where the last step's lists were copied (and allocated) only to be
-/// cleared.
+/// (`World::begin`), and no world is copied in the middle of a step (the
+/// model checker copies whole states, between steps). Copying the last
+/// step's lists was an allocation per non-empty list at every branch the
+/// model checker takes (about 1.5% of its allocations).
 #[derive(Debug, Default)]
 pub struct StepScratch<T>(pub T);
 

@@ -197,7 +197,7 @@ const _: () = assert!(ActorKind::Operator as usize + 1 == ActorKind::ALL.len());
 
 /// How many steps of each name a run took: a table by actor kind and
 /// verb, so counting a step is one increment, not a map lookup.
-#[derive(Clone, Debug, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct StepCounts {
     counts: Box<[u64]>,
 }
