@@ -42,6 +42,24 @@ pub struct Record {
 }
 
 impl Record {
+    /// The record a step starts from: the operator, nothing named yet.
+    pub fn blank() -> Record {
+        Record {
+            step: 0,
+            time_ms: 0,
+            actor: ActorId::OPERATOR,
+            verb: Verb::Send,
+            outcome: "ok",
+            task: None,
+            message: None,
+            entry: None,
+            attempt: 0,
+            version: None,
+            hash: None,
+            fault: None,
+        }
+    }
+
     pub fn action(&self) -> Action {
         Action::new(self.actor.kind, self.verb)
     }
@@ -672,16 +690,9 @@ mod tests {
             let record = Record {
                 step,
                 time_ms: step * 3,
-                actor: ActorId::OPERATOR,
                 verb: Verb::ALL[step as usize % Verb::ALL.len()],
-                outcome: "ok",
                 task: Some(TaskId(step as u32)),
-                message: None,
-                entry: None,
-                attempt: 0,
-                version: None,
-                hash: None,
-                fault: None,
+                ..Record::blank()
             };
             hashed.push(&record);
             unhashed.push(&record);

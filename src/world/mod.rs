@@ -330,23 +330,6 @@ pub enum Stepped {
     Quiet,
 }
 
-fn blank_record() -> Record {
-    Record {
-        step: 0,
-        time_ms: 0,
-        actor: ActorId::OPERATOR,
-        verb: Verb::Send,
-        outcome: "ok",
-        task: None,
-        message: None,
-        entry: None,
-        attempt: 0,
-        version: None,
-        hash: None,
-        fault: None,
-    }
-}
-
 impl World {
     /// Builds the world `setup` describes, with optional random fault rates
     /// (fuzz) and a workload that draws requests as it runs.
@@ -404,7 +387,7 @@ impl World {
             invariants_on: true,
             keep_request_log: false,
             answers: None,
-            rec: blank_record(),
+            rec: Record::blank(),
             touched: StepScratch::default(),
             crash_now: None,
             next_delivery: 0,
@@ -708,7 +691,7 @@ impl World {
 
     /// Starts recording a step.
     pub fn begin(&mut self, actor: ActorId, verb: Verb) {
-        self.rec = blank_record();
+        self.rec = Record::blank();
         self.rec.step = self.steps + 1;
         self.rec.time_ms = self.now;
         self.rec.actor = actor;
@@ -802,7 +785,7 @@ impl World {
         );
         self.counters.steps_by_action.add(action);
         self.trace.push(&self.rec);
-        self.rec = blank_record();
+        self.rec = Record::blank();
         if self.violation.is_none() && self.invariants_on {
             self.check_step();
         }
