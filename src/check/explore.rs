@@ -16,7 +16,7 @@ use crate::world::engine::schedule::Wake;
 use super::fingerprint::{Fingerprints, fingerprint};
 use super::level::expand_level;
 use super::options::{CheckOptions, Ended, Explored, Found, Move};
-use super::successors::{Outcome, Pending, Successor, successors};
+use super::successors::{Outcome, Pending, Reused, Successor, successors};
 
 /// A state's place in the search tree, for rebuilding its path.
 struct Node {
@@ -111,9 +111,11 @@ impl Search<'_> {
         next: &mut Vec<Pending>,
     ) -> Option<Ended> {
         let mut out = Vec::new();
+        let mut reused = Reused::default();
         for pending in frontier {
             let parent = pending.node;
-            successors(pending, self.options, &self.seen, None, &mut out);
+            let known = &self.seen;
+            successors(pending, self.options, known, None, &mut reused, &mut out);
             if let Some(ended) = self.take(parent, out.drain(..), depth, next) {
                 return Some(ended);
             }

@@ -22,7 +22,7 @@
 
 use super::fingerprint::Fingerprints;
 use super::options::CheckOptions;
-use super::successors::{Pending, Successor, successors};
+use super::successors::{Pending, Reused, Successor, successors};
 
 /// A share's states and their successors, in frontier order: each
 /// state's node and how many of `successors` are its, in turn. One list
@@ -56,6 +56,7 @@ pub fn expand_level(
     shares.push(rest);
     let expand = move |states: Vec<Pending>| {
         let mut produced = Fingerprints::default();
+        let mut reused = Reused::default();
         let mut expanded = Expanded {
             states: Vec::with_capacity(states.len()),
             successors: Vec::new(),
@@ -68,6 +69,7 @@ pub fn expand_level(
                 options,
                 known,
                 Some(&mut produced),
+                &mut reused,
                 &mut expanded.successors,
             );
             let count = expanded.successors.len() - before;

@@ -53,6 +53,18 @@ pub enum Outcome {
     },
 }
 
+/// Lists one thread's expansion reuses from one state to the next: made
+/// afresh for each state, they were five of its allocations (the menu,
+/// the probe's box, its list of sites reached, and the wakes tried and
+/// branched on).
+#[derive(Default)]
+pub struct Reused {
+    menu: Vec<(u64, Wake)>,
+    probe: Option<Box<Probe>>,
+    tried: Vec<Wake>,
+    branches: Vec<(usize, Wake, u32)>,
+}
+
 /// How a step was run: as it came, or with one fault forced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Forced {
@@ -79,6 +91,7 @@ pub fn successors(
     options: &CheckOptions,
     known: &Fingerprints,
     mut produced: Option<&mut Fingerprints>,
+    reused: &mut Reused,
     out: &mut Vec<Successor>,
 ) {
     let Pending {
@@ -87,12 +100,15 @@ pub fn successors(
         early,
         ..
     } = pending;
-    let menu = world.menu();
+    let mut menu = std::mem::take(&mut reused.menu);
+    world.menu_into(&mut menu);
     let due_first = menu.iter().map(|(at, _)| *at).min().unwrap_or(0);
     // The wakes that branch: of two equal wakes queued for different
     // times the earlier fires (the later one is the same event, later).
-    let mut tried: Vec<Wake> = Vec::with_capacity(menu.len());
-    let mut branches: Vec<(usize, Wake, u32)> = Vec::with_capacity(menu.len());
+    let mut tried = std::mem::take(&mut reused.tried);
+    let mut branches = std::mem::take(&mut reused.branches);
+    tried.clear();
+    branches.clear();
     for (index, (at, wake)) in menu.iter().enumerate() {
         if tried.contains(wake) {
             continue;
@@ -116,9 +132,9 @@ pub fn successors(
             outcome,
         });
     };
-    // One probe for every run of the state, cleared before each: a fresh
-    // box and list per transition were two of its allocations.
-    let mut probe = Box::<Probe>::default();
+    // One probe for every run, cleared before each: a fresh box and list
+    // per transition were two of its allocations.
+    let mut probe = reused.probe.take().unwrap_or_default();
     for (branch, (index, wake, early)) in branches.iter().enumerate() {
         let last_branch = branch + 1 == branches.len();
         // With no budget left the plain run is the state's last.
@@ -144,6 +160,10 @@ pub fn successors(
             judge(child, *wake, Some(fault), *early);
         }
     }
+    reused.menu = menu;
+    reused.probe = Some(probe);
+    reused.tried = tried;
+    reused.branches = branches;
 }
 
 /// The world itself when `last`, else a copy of it.

@@ -7,6 +7,14 @@ use std::hash::{Hash, Hasher};
 
 use super::World;
 
+thread_local! {
+    /// The queue's wakes, sorted for hashing: one list per thread, kept,
+    /// where a fresh one was an allocation at every fingerprint. Only its
+    /// contents reach the hash, and they are the world's.
+    static WAKES: std::cell::RefCell<Vec<(u64, super::engine::schedule::Wake)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl World {
     /// Feeds the world's identity to `state` (every state type derives
     /// `Hash`; sim's containers are ordered, and `KeyMap` hashes in key
@@ -103,9 +111,11 @@ impl World {
             replays_owed,
             scripted_waits,
         } = self;
-        let mut wakes = queue.entries();
-        wakes.sort();
-        (now, wakes, housekeeping_at).hash(state);
+        WAKES.with_borrow_mut(|wakes| {
+            queue.entries_into(wakes);
+            wakes.sort();
+            (now, &wakes[..], housekeeping_at).hash(state);
+        });
         if faults.places_by_step() {
             steps.hash(state);
         }

@@ -597,10 +597,18 @@ impl World {
     /// its due time, in queue order. Empty when the world is quiet (only
     /// housekeeping left, which never keeps a world going on its own).
     pub fn menu(&self) -> Vec<(u64, Wake)> {
+        let mut menu = Vec::new();
+        self.menu_into(&mut menu);
+        menu
+    }
+
+    /// `menu()`, written into `menu` (cleared first).
+    pub fn menu_into(&self, menu: &mut Vec<(u64, Wake)>) {
         if self.working == 0 {
-            return Vec::new();
+            menu.clear();
+            return;
         }
-        self.queue.entries()
+        self.queue.entries_into(menu);
     }
 
     /// Fires the wake at `index` of `menu()` now, whatever its due time

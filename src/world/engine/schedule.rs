@@ -257,13 +257,23 @@ impl Schedule {
     /// One allocation, of the list's whole length: the model checker lists
     /// a world's wakes at every transition (menu, identity, `take`).
     pub fn entries(&self) -> Vec<(u64, Wake)> {
+        let mut entries = Vec::new();
+        self.entries_into(&mut entries);
+        entries
+    }
+
+    /// `entries()`, written into `entries` (cleared first, grown to the
+    /// list's whole length at once): a caller that lists a world's wakes
+    /// over and over keeps one list.
+    pub fn entries_into(&self, entries: &mut Vec<(u64, Wake)>) {
         let mut length: usize = self.far.iter().map(|(_, wakes)| wakes.len()).sum();
         let mut occupied = self.occupied;
         while occupied != 0 {
             length += self.near[occupied.trailing_zeros() as usize].len();
             occupied &= occupied - 1;
         }
-        let mut entries = Vec::with_capacity(length);
+        entries.clear();
+        entries.reserve_exact(length);
         // The occupied buckets in window order, from `start`'s.
         let mut occupied = self.occupied.rotate_right((self.start % WINDOW) as u32);
         while occupied != 0 {
@@ -281,7 +291,6 @@ impl Schedule {
             entries.extend_from_slice(wakes);
             entries[first..].sort_by_key(|(at, _)| *at);
         }
-        entries
     }
 
     /// Removes and returns the wake at `index` of `entries()`, whatever its
