@@ -85,7 +85,9 @@ enum Forced {
 ///
 /// Each run takes a copy of the world except the state's last, which takes
 /// the world itself: the state is spent once expanded, and a world copy is
-/// most of what a transition costs.
+/// most of what a transition costs. `reused` lends the lists the last call
+/// kept; each is cleared before use, so nothing of one state's expansion
+/// reaches the next.
 pub fn successors(
     pending: Pending,
     options: &CheckOptions,
@@ -132,8 +134,8 @@ pub fn successors(
             outcome,
         });
     };
-    // One probe for every run, cleared before each: a fresh box and list
-    // per transition were two of its allocations.
+    // The thread's probe, kept in `reused`: `run` rebuilds it before each
+    // run, keeping only its list's room.
     let mut probe = reused.probe.take().unwrap_or_default();
     for (branch, (index, wake, early)) in branches.iter().enumerate() {
         let last_branch = branch + 1 == branches.len();

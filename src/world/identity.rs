@@ -3,16 +3,17 @@
 //! hasher, so that two worlds with equal identities behave alike from here
 //! on. What is left out is history and bookkeeping nothing reads back.
 
+use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 
 use super::World;
+use super::engine::schedule::Wake;
 
 thread_local! {
     /// The queue's wakes, sorted for hashing: one list per thread, kept,
     /// where a fresh one was an allocation at every fingerprint. Only its
     /// contents reach the hash, and they are the world's.
-    static WAKES: std::cell::RefCell<Vec<(u64, super::engine::schedule::Wake)>> =
-        const { std::cell::RefCell::new(Vec::new()) };
+    static WAKES: RefCell<Vec<(u64, Wake)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl World {

@@ -254,8 +254,9 @@ impl Schedule {
     /// Every queued wake with its due time, in the order `pop` would
     /// return them (the model checker's menu of what may happen next).
     ///
-    /// One allocation, of the list's whole length: the model checker lists
-    /// a world's wakes at every transition (menu, identity, `take`).
+    /// One allocation, of the list's whole length (`take` and
+    /// `World::menu`; the model checker's menu and identity list a world's
+    /// wakes at every transition into lists they keep, `entries_into`).
     pub fn entries(&self) -> Vec<(u64, Wake)> {
         let mut entries = Vec::new();
         self.entries_into(&mut entries);
@@ -455,6 +456,8 @@ mod tests {
     #[test]
     fn pops_in_time_then_sequence_order() {
         let mut schedule = Schedule::default();
+        // Listed into over and over, as the model checker's kept lists are.
+        let mut kept = Vec::new();
         let mut reference = BinaryHeap::new();
         let mut sequence = 0u64;
         let mut now = 0u64;
@@ -508,6 +511,8 @@ mod tests {
                     .map(|(at, _, index)| (at, Wake::Issue(index)))
                     .collect();
                 assert_eq!(schedule.entries(), expected, "round {round}");
+                schedule.entries_into(&mut kept);
+                assert_eq!(kept, expected, "round {round}");
             }
         }
         while let Some(std::cmp::Reverse((at, _, index))) = reference.pop() {

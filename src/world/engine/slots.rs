@@ -261,8 +261,8 @@ impl<V> Slots<V> {
 /// deque. Most windows of the model checker's worlds hold one chunk, and
 /// a copy of a world copies every table: with every chunk in the deque,
 /// each non-empty table's copy allocated the deque's buffer besides its
-/// chunk (a fifth of a search's allocations, with a dozen tables a
-/// world).
+/// chunk (an eighth of a search's allocations: 1,027,448 -> 895,159
+/// blocks at 20,000 states of the happy path).
 struct Chunks<V> {
     /// `None` only when there is no chunk at all.
     first: Option<Box<[Option<V>]>>,
@@ -308,6 +308,7 @@ impl<V> Chunks<V> {
     }
 
     fn push_back(&mut self, chunk: Box<[Option<V>]>) {
+        debug_assert!(self.first.is_some() || self.rest.is_empty());
         if self.first.is_none() {
             self.first = Some(chunk);
         } else {
@@ -322,6 +323,7 @@ impl<V> Chunks<V> {
     }
 
     fn pop_front(&mut self) -> Option<Box<[Option<V>]>> {
+        debug_assert!(self.first.is_some() || self.rest.is_empty());
         let first = self.first.take()?;
         self.first = self.rest.pop_front();
         Some(first)
@@ -457,6 +459,11 @@ mod tests {
                         rest.next_power_of_two()
                     };
                     assert_eq!(slots.capacity(), whole * CHUNK + last, "round {round}");
+                    // A window of one chunk or none holds it in place: its
+                    // copy allocated no deque.
+                    if slots.len <= CHUNK {
+                        assert!(slots.chunks.rest.is_empty(), "round {round}");
+                    }
                 }
                 _ => {}
             }
