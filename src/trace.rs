@@ -323,9 +323,6 @@ pub struct Trace {
     pub kept: Option<Vec<Record>>,
     /// Keeps the last record only (`Trace::silent`).
     silent: bool,
-    /// Records are encoded and hashed (not in `Trace::silent` or
-    /// `Trace::unhashed`).
-    hashed: bool,
 }
 
 /// A copy for the model checker, which forks a world at every branch. A
@@ -345,22 +342,26 @@ impl Clone for Trace {
             json: self.json.clone(),
             kept: self.kept.clone(),
             silent: self.silent,
-            hashed: self.hashed,
         }
     }
 }
 
 impl Trace {
     pub fn new() -> Trace {
+        Trace::gathering_into(Encoded::new())
+    }
+
+    /// A trace whose records are encoded into `buffer`: none are when it
+    /// has no room (`Encoded::unused`), and then nothing is hashed.
+    fn gathering_into(buffer: Encoded) -> Trace {
         Trace {
             hasher: Sha256::new(),
-            buffer: Encoded::new(),
+            buffer,
             ring: VecDeque::with_capacity(RING_LEN),
             lines: None,
             json: String::new(),
             kept: None,
             silent: false,
-            hashed: true,
         }
     }
 
@@ -380,16 +381,13 @@ impl Trace {
     /// seed's, whose `traceSha256` nobody reads unless its determinism is
     /// checked. Hashing was about 5% of a swarm campaign's time.
     pub fn unhashed() -> Trace {
-        Trace {
-            buffer: Encoded::unused(),
-            hashed: false,
-            ..Trace::new()
-        }
+        Trace::gathering_into(Encoded::unused())
     }
 
-    /// Whether `sha256` may be asked for.
+    /// Whether `sha256` may be asked for: the trace has a buffer to gather
+    /// records in.
     pub fn hashed(&self) -> bool {
-        self.hashed
+        !self.buffer.bytes.is_empty()
     }
 
     /// Appends `record` (borrowed: the ring keeps the one copy made).
@@ -401,7 +399,7 @@ impl Trace {
             self.ring.push_back(record.clone());
             return;
         }
-        if self.hashed {
+        if self.hashed() {
             record.encode(&mut self.buffer);
             if self.buffer.full() {
                 self.hasher.update(self.buffer.gathered());
@@ -434,7 +432,7 @@ impl Trace {
     /// The rolling SHA-256 of every record so far. Asking it of a trace
     /// that hashes nothing is a bug in sim.
     pub fn sha256(&self) -> Sha {
-        assert!(self.hashed, "the hash of a trace that hashes nothing");
+        assert!(self.hashed(), "the hash of a trace that hashes nothing");
         let mut hasher = self.hasher.clone();
         hasher.update(self.buffer.gathered());
         hasher.finalize().into()
