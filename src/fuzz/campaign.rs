@@ -187,7 +187,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         }
     })
     .unwrap_or_else(|message| panicked(&world, message));
-    let mut result = summarize(seed, &world, draw, outcome);
+    let result = summarize(seed, &world, draw, outcome);
     let failed = !result.outcome.converged();
     // The world logs no requests (the log grows with every one), so a
     // failing seed's reproducer needs a second run with the log on. That
@@ -218,11 +218,29 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         });
         again
     });
+    conclude(options, &scenario, &world, result, again, timeline.as_ref())
+}
+
+/// Judges a seed's runs against each other and, when it failed, writes
+/// its report, reproducer and timeline page. `again` is the second run,
+/// when one was made: the determinism check's, or the one that logged the
+/// requests of a failing seed.
+fn conclude(
+    options: &CampaignOptions,
+    scenario: &Scenario,
+    world: &World,
+    mut result: SeedResult,
+    again: Option<World>,
+    timeline: Option<&crate::timeline::Recorder>,
+) -> SeedResult {
+    let seed = result.seed;
+    let failed = !result.outcome.converged();
+    let log_requests = failed && options.write_repro;
     let same = again
         .as_ref()
         .is_none_or(|again| match result.trace_sha256 {
             Some(sha) => again.trace.sha256() == sha,
-            None => same_ending(&world, again),
+            None => same_ending(world, again),
         });
     if !same {
         result.nondeterminism = Some(first_difference(seed, options));
@@ -230,23 +248,31 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     if failed {
         let path = options.out.join(format!("repro-{seed}.toml"));
         let command = format!("sim run {}", path.display());
+        // A second run that went another way logged requests that would
+        // not reproduce the first: no reproducer is written, and the
+        // report says so instead of naming a file that is not there.
+        let reproduce = if log_requests && !same {
+            "none: the seed's second run went another way (NONDETERMINISM below)".to_string()
+        } else {
+            command.clone()
+        };
         result.report = Some(match &result.outcome.violation {
             Some(violation) => crate::report::violation_report(
-                &world,
+                world,
                 violation,
-                &command,
+                &reproduce,
                 again
                     .as_ref()
                     .filter(|_| same)
                     .and_then(|again| again.trace.kept.as_deref()),
             ),
             None => format!(
-                "DID NOT CONVERGE (seed {seed}): {}\n  reproduce: {command}\n",
+                "DID NOT CONVERGE (seed {seed}): {}\n  reproduce: {reproduce}\n",
                 result.outcome.not_converged.join("; ")
             ),
         });
         if let Some(logged) = again.filter(|_| log_requests && same) {
-            let repro = reproducer(&scenario, &logged, &result.outcome);
+            let repro = reproducer(scenario, &logged, &result.outcome);
             let text = crate::scenario::write::to_toml(&repro);
             // Shrinking: the run as it was goes to `.full.toml`, the shrunk
             // scenario to `repro-<seed>.toml`.
@@ -297,7 +323,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
                     result.repro_error = Some(format!("{}: {error}", first.display()));
                 }
             }
-            if let Some(timeline) = &timeline {
+            if let Some(timeline) = timeline {
                 let info = crate::timeline::PageInfo {
                     title: &repro.name,
                     description: &repro.description,
@@ -512,6 +538,69 @@ mod tests {
         world.trace = Trace::unhashed();
         simulate(&mut world, steps, |_, _| {});
         world
+    }
+
+    /// A failing seed whose second run (the one that logs its requests)
+    /// goes another way writes no reproducer, and its report names none;
+    /// one whose second run agrees writes both.
+    #[test]
+    fn a_second_run_that_went_another_way_writes_no_reproducer() {
+        let (seed, steps, mutant) = (1, 10_000, Some(Mutant::NoInboxDedupe));
+        let out = std::env::temp_dir().join(format!("sim-conclude-{}", std::process::id()));
+        let options = CampaignOptions {
+            write_repro: true,
+            out: out.clone(),
+            ..CampaignOptions::until_first_failure(steps, 1, mutant)
+        };
+        let first = || {
+            let (scenario, mut world, draw) = fuzz_world(seed, steps, mutant);
+            world.trace = Trace::unhashed();
+            let outcome = simulate(&mut world, steps, |_, _| {});
+            assert!(!outcome.converged(), "the mutant fails seed {seed}");
+            let result = summarize(seed, &world, draw, outcome);
+            (scenario, world, result)
+        };
+        // The second run: of this seed, or of another standing in for a
+        // run that went another way.
+        let second = |of: u64| {
+            let (_, mut again, _) = fuzz_world(of, steps, mutant);
+            again.keep_request_log = true;
+            let _ = simulate(&mut again, steps, |_, _| {});
+            again
+        };
+        let repro = out.join(format!("repro-{seed}.toml"));
+
+        let (scenario, world, result) = first();
+        let diverged = conclude(
+            &options,
+            &scenario,
+            &world,
+            result,
+            Some(second(seed + 1)),
+            None,
+        );
+        assert!(diverged.nondeterminism.is_some());
+        assert_eq!(diverged.repro, None);
+        let report = diverged.report.expect("a failing seed has a report");
+        assert!(report.contains("reproduce: none"), "{report}");
+        assert!(!report.contains("repro-1.toml"), "{report}");
+        assert!(!repro.exists());
+
+        let (scenario, world, result) = first();
+        let agreed = conclude(
+            &options,
+            &scenario,
+            &world,
+            result,
+            Some(second(seed)),
+            None,
+        );
+        assert_eq!(agreed.nondeterminism, None);
+        assert_eq!(agreed.repro.as_ref(), Some(&repro));
+        let report = agreed.report.expect("a failing seed has a report");
+        assert!(report.contains(&format!("reproduce: sim run {}", repro.display())));
+        assert!(repro.exists());
+        std::fs::remove_dir_all(&out).expect("the test's directory is removed");
     }
 
     /// Two runs of a seed end alike; a run that went another way (another
