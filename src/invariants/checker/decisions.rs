@@ -39,7 +39,7 @@ impl World {
             entities: vec![request.to_string()],
         };
         if gave_up {
-            let made = self.checker.client_sends.remove(&request).unwrap_or(0);
+            let made = self.checker.client_sends.remove(request).unwrap_or(0);
             if u64::from(made) < max {
                 return Err(fired(format!(
                     "a client gave up on {request} after {made} sends (client_attempts_max = {max})"
@@ -47,7 +47,7 @@ impl World {
             }
             return Ok(());
         }
-        let sends = self.checker.client_sends.entry(request).or_default();
+        let sends = self.checker.client_sends.get_or_insert_with(request, || 0);
         *sends += 1;
         let made = *sends;
         if u64::from(made) > max {
