@@ -12,7 +12,7 @@ pub mod calls;
 mod steps;
 
 /// Where an API call is.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ApiPhase {
     Arrive,
     /// A read missed the cache for `task`. The phases after the lookup
@@ -48,7 +48,7 @@ pub enum ApiPhase {
 }
 
 /// What an API answers.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Response {
     Create(Answer),
     Cancel(Result<i64, &'static str>),

@@ -24,17 +24,34 @@ mod mutant_hooks;
 
 impl World {
     pub(in crate::world) fn api_step(&mut self, call_id: CallId) -> bool {
-        let Some(call) = self.calls.get(call_id).cloned() else {
+        let Some(call) = self.calls.get(call_id) else {
             return false;
         };
-        let life = self.apis[call.api as usize];
-        if !life.up || life.incarnation != call.incarnation {
+        let (api, incarnation, intent, request, phase) = (
+            call.api,
+            call.incarnation,
+            call.intent,
+            call.request,
+            call.phase,
+        );
+        // Half of a call's steps (the read's later phases, every answer)
+        // need nothing of its operation: only the others copy it, and its
+        // key's and input's counted references with it.
+        let reads = matches!(call.op, ClientOp::Read { .. });
+        let life = self.apis[api as usize];
+        let alive = life.up && life.incarnation == incarnation;
+        let op = match phase {
+            _ if !alive => None,
+            ApiPhase::ReadDb { .. } | ApiPhase::FillCache { .. } | ApiPhase::Respond(_) => None,
+            _ => Some(call.op.clone()),
+        };
+        if !alive {
             self.remove_call(call_id);
             return false;
         }
-        let actor = ActorId::new(ActorKind::Api, call.api);
-        let next = match (call.phase, call.op) {
-            (ApiPhase::Arrive, ClientOp::Create { input, .. })
+        let actor = ActorId::new(ActorKind::Api, api);
+        let next = match (phase, op) {
+            (ApiPhase::Arrive, Some(ClientOp::Create { input, .. }))
                 if self.mutant == Some(Mutant::PublishBeforeCommit) =>
             {
                 self.begin(actor, Verb::Publish);
@@ -42,70 +59,70 @@ impl World {
             }
             (
                 ApiPhase::Arrive | ApiPhase::CreateAfterPublish,
-                ClientOp::Create {
+                Some(ClientOp::Create {
                     key,
                     input,
                     fingerprint,
-                },
+                }),
             ) => {
                 self.begin(actor, Verb::Create);
-                self.api_create(call.intent, &key, &input, fingerprint)
+                self.api_create(intent, &key, &input, fingerprint)
             }
             (
                 ApiPhase::InsertRecord,
-                ClientOp::Create {
+                Some(ClientOp::Create {
                     key,
                     input,
                     fingerprint,
-                },
+                }),
             ) => {
                 self.begin(actor, Verb::InsertRecord);
-                self.api_insert_after_check(call.intent, &key, &input, fingerprint)
+                self.api_insert_after_check(intent, &key, &input, fingerprint)
             }
             (
                 ApiPhase::WriteQuota { remaining },
-                ClientOp::Create {
+                Some(ClientOp::Create {
                     key,
                     input,
                     fingerprint,
-                },
+                }),
             ) => {
                 self.begin(actor, Verb::Create);
-                self.api_write_quota(call.intent, &key, &input, fingerprint, remaining)
+                self.api_write_quota(intent, &key, &input, fingerprint, remaining)
             }
             (
                 ApiPhase::CreateTask { task },
-                ClientOp::Create {
+                Some(ClientOp::Create {
                     key, fingerprint, ..
-                },
+                }),
             ) => {
                 self.begin(actor, Verb::CreateTask);
-                self.api_finish_split_create(call.intent, &key, fingerprint, task)
+                self.api_finish_split_create(intent, &key, fingerprint, task)
             }
-            (ApiPhase::Publish { task }, ClientOp::Create { input, .. }) => {
+            (ApiPhase::Publish { task }, Some(ClientOp::Create { input, .. })) => {
                 self.begin(actor, Verb::Publish);
                 self.publish_direct(task, &input);
                 let answer = Answer::Accepted(task);
                 Some(ApiPhase::Respond(Response::Create(answer)))
             }
-            (ApiPhase::Arrive, ClientOp::Cancel { target }) => {
+            (ApiPhase::Arrive, Some(ClientOp::Cancel { target })) => {
                 if self.mutant == Some(Mutant::CacheWriteBeforeDb) {
                     self.begin(actor, Verb::FillCache);
                     self.api_cache_before_cancel(&target)
                 } else {
                     self.begin(actor, Verb::Cancel);
-                    self.api_cancel(call.request, &target)
+                    self.api_cancel(request, &target)
                 }
             }
-            (ApiPhase::CancelAfterCacheWrite, ClientOp::Cancel { target }) => {
+            (ApiPhase::CancelAfterCacheWrite, Some(ClientOp::Cancel { target })) => {
                 self.begin(actor, Verb::Cancel);
-                self.api_cancel(call.request, &target)
+                self.api_cancel(request, &target)
             }
-            (ApiPhase::Arrive, ClientOp::Read { target }) => {
+            (ApiPhase::Arrive, Some(ClientOp::Read { target })) => {
                 self.begin(actor, Verb::ReadCache);
                 self.api_read_cache(&target)
             }
-            (ApiPhase::ReadDb { task }, ClientOp::Read { .. }) => {
+            (ApiPhase::ReadDb { task }, None) if reads => {
                 self.begin(actor, Verb::ReadDb);
                 self.api_read_db(task)
             }
@@ -115,8 +132,8 @@ impl World {
                     status,
                     version,
                 },
-                ClientOp::Read { .. },
-            ) => {
+                None,
+            ) if reads => {
                 self.begin(actor, Verb::FillCache);
                 self.rec.task = Some(task);
                 self.rec.version = Some(version);
@@ -131,7 +148,7 @@ impl World {
                     task, status, version,
                 )))))
             }
-            (ApiPhase::Respond(response), _) => {
+            (ApiPhase::Respond(response), None) => {
                 self.begin(actor, Verb::Respond);
                 self.rec.outcome = match &response {
                     Response::Create(Answer::Accepted(task)) => {
@@ -151,14 +168,14 @@ impl World {
                 if self.fault(Site::ApiResponse) == Some(FaultKind::Lost) {
                     self.rec.outcome = "lost";
                 } else {
-                    self.deliver_response(call.request, response);
+                    self.deliver_response(request, response);
                 }
                 None
             }
             (phase, op) => unreachable!("API phase {phase:?} does not fit {op:?}"),
         };
         self.finish();
-        let api_up = self.apis[call.api as usize].incarnation == call.incarnation;
+        let api_up = self.apis[api as usize].incarnation == incarnation;
         match next {
             Some(phase) if api_up => {
                 self.calls.set_phase(call_id, phase);
