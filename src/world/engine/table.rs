@@ -200,7 +200,7 @@ impl<K: Slot, V> IdTable<K, V> {
     /// Drops the empty slots at the window's front.
     fn skip_empty_front(&mut self) {
         while let Some(None) = self.slots.front() {
-            self.slots.pop_front();
+            self.slots.pop_front_empty();
             self.base += 1;
         }
     }
