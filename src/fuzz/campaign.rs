@@ -188,14 +188,13 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
     })
     .unwrap_or_else(|message| panicked(&world, message));
     let result = summarize(seed, &world, draw, outcome);
-    let failed = !result.outcome.converged();
     // The world logs no requests (the log grows with every one), so a
     // failing seed's reproducer needs a second run with the log on. That
     // run is also the determinism check's, when one is asked for: a run
     // that goes another way is nondeterminism, and its requests would not
     // reproduce the failure. Under a mutant most seeds fail, but a
     // violation ends its run early, so the second run is short.
-    let log_requests = failed && options.write_repro;
+    let log_requests = logs_requests(&result, options);
     // The logging run also watches for the reproducer's timeline page.
     let mut timeline = log_requests.then(crate::timeline::Recorder::new);
     let again = (options.check_determinism || log_requests).then(|| {
@@ -204,7 +203,7 @@ pub fn run_seed(seed: u64, options: &CampaignOptions) -> SeedResult {
         let (_, mut again, _) = fuzz_world(seed, options.steps, options.mutant);
         again.keep_request_log = log_requests;
         // A failing seed's report shows the causal slice of the whole trace.
-        if failed {
+        if !result.outcome.converged() {
             again.trace.kept = Some(Vec::new());
         }
         // A run that panicked panics again here, at the same step: what it
@@ -235,7 +234,7 @@ fn conclude(
 ) -> SeedResult {
     let seed = result.seed;
     let failed = !result.outcome.converged();
-    let log_requests = failed && options.write_repro;
+    let log_requests = logs_requests(&result, options);
     let same = again
         .as_ref()
         .is_none_or(|again| match result.trace_sha256 {
@@ -252,15 +251,15 @@ fn conclude(
         // not reproduce the first: no reproducer is written, and the
         // report says so instead of naming a file that is not there.
         let reproduce = if log_requests && !same {
-            "none: the seed's second run went another way (NONDETERMINISM below)".to_string()
+            "none: the seed's second run went another way (NONDETERMINISM below)"
         } else {
-            command.clone()
+            &command
         };
         result.report = Some(match &result.outcome.violation {
             Some(violation) => crate::report::violation_report(
                 world,
                 violation,
-                &reproduce,
+                reproduce,
                 again
                     .as_ref()
                     .filter(|_| same)
@@ -341,6 +340,12 @@ fn conclude(
         }
     }
     result
+}
+
+/// Whether a seed's second run logs its requests, for a reproducer: when
+/// it failed and reproducers are written.
+fn logs_requests(result: &SeedResult, options: &CampaignOptions) -> bool {
+    !result.outcome.converged() && options.write_repro
 }
 
 /// Whether two runs of a seed, the first of which was not hashed, ended
@@ -547,6 +552,7 @@ mod tests {
     fn a_second_run_that_went_another_way_writes_no_reproducer() {
         let (seed, steps, mutant) = (1, 10_000, Some(Mutant::NoInboxDedupe));
         let out = std::env::temp_dir().join(format!("sim-conclude-{}", std::process::id()));
+        let _removed = RemovedAtEnd(out.clone());
         let options = CampaignOptions {
             write_repro: true,
             out: out.clone(),
@@ -568,17 +574,14 @@ mod tests {
             let _ = simulate(&mut again, steps, |_, _| {});
             again
         };
+        // The seed's first run, concluded with a second run of `of`.
+        let concluded = |of: u64| {
+            let (scenario, world, result) = first();
+            conclude(&options, &scenario, &world, result, Some(second(of)), None)
+        };
         let repro = out.join(format!("repro-{seed}.toml"));
 
-        let (scenario, world, result) = first();
-        let diverged = conclude(
-            &options,
-            &scenario,
-            &world,
-            result,
-            Some(second(seed + 1)),
-            None,
-        );
+        let diverged = concluded(seed + 1);
         assert!(diverged.nondeterminism.is_some());
         assert_eq!(diverged.repro, None);
         let report = diverged.report.expect("a failing seed has a report");
@@ -586,21 +589,21 @@ mod tests {
         assert!(!report.contains("repro-1.toml"), "{report}");
         assert!(!repro.exists());
 
-        let (scenario, world, result) = first();
-        let agreed = conclude(
-            &options,
-            &scenario,
-            &world,
-            result,
-            Some(second(seed)),
-            None,
-        );
+        let agreed = concluded(seed);
         assert_eq!(agreed.nondeterminism, None);
         assert_eq!(agreed.repro.as_ref(), Some(&repro));
         let report = agreed.report.expect("a failing seed has a report");
         assert!(report.contains(&format!("reproduce: sim run {}", repro.display())));
         assert!(repro.exists());
-        std::fs::remove_dir_all(&out).expect("the test's directory is removed");
+    }
+
+    /// Removes a test's directory however the test ends.
+    struct RemovedAtEnd(PathBuf);
+
+    impl Drop for RemovedAtEnd {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
     }
 
     /// Two runs of a seed end alike; a run that went another way (another

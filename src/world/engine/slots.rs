@@ -164,7 +164,8 @@ impl<V> Slots<V> {
         Some(taken)
     }
 
-    /// Drops the front slot, which is empty, moving nothing out of it.
+    /// Drops the front slot, which must be there and empty, moving nothing
+    /// out of it.
     /// `IdTable` drops the empty slots its oldest rows left at almost every
     /// removal from a churning table (the API's calls, the requests in
     /// flight), and `pop_front` moved a whole row's width out each time.

@@ -37,18 +37,16 @@ impl World {
         // Half of a call's steps (the read's later phases, every answer)
         // need nothing of its operation: only the others copy it, and its
         // key's and input's counted references with it.
-        let reads = matches!(call.op, ClientOp::Read { .. });
         let life = self.apis[api as usize];
-        let alive = life.up && life.incarnation == incarnation;
-        let op = match phase {
-            _ if !alive => None,
-            ApiPhase::ReadDb { .. } | ApiPhase::FillCache { .. } | ApiPhase::Respond(_) => None,
-            _ => Some(call.op.clone()),
-        };
-        if !alive {
+        if !life.up || life.incarnation != incarnation {
             self.remove_call(call_id);
             return false;
         }
+        let reads = matches!(call.op, ClientOp::Read { .. });
+        let op = match phase {
+            ApiPhase::ReadDb { .. } | ApiPhase::FillCache { .. } | ApiPhase::Respond(_) => None,
+            _ => Some(call.op.clone()),
+        };
         let actor = ActorId::new(ActorKind::Api, api);
         let next = match (phase, op) {
             (ApiPhase::Arrive, Some(ClientOp::Create { input, .. }))
@@ -172,7 +170,10 @@ impl World {
                 }
                 None
             }
-            (phase, op) => unreachable!("API phase {phase:?} does not fit {op:?}"),
+            (phase, _) => unreachable!(
+                "API phase {phase:?} does not fit {:?}",
+                self.calls.get(call_id).map(|call| &call.op)
+            ),
         };
         self.finish();
         let api_up = self.apis[api as usize].incarnation == incarnation;
