@@ -267,7 +267,7 @@ fn the_fuzz_client_waits_while_its_bound_of_requests_is_in_flight() {
     let mut most = 0;
     let outcome = sim::simulate::simulate(&mut world, 20_000, |world, _| {
         let sent = world.outgoing.values();
-        let writes = sent.filter(|o| !matches!(o.op, ClientOp::Read { .. }));
+        let writes = sent.filter(|o| !matches!(*o.op, ClientOp::Read { .. }));
         most = most.max(writes.count() as u64);
     });
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);

@@ -1344,7 +1344,8 @@ fn converges_fires_for_a_request_left_pending() {
             client: 0,
             op: ClientOp::Read {
                 target: Target::Task(TASK),
-            },
+            }
+            .into(),
             intent: None,
             sends: 1,
             next_api: 0,
@@ -1380,7 +1381,8 @@ fn converges_fires_for_a_call_left_in_flight() {
             request: RequestId(7),
             op: ClientOp::Read {
                 target: Target::Task(TASK),
-            },
+            }
+            .into(),
             intent: None,
             api: 0,
             incarnation: 1,

@@ -60,7 +60,7 @@ pub enum Response {
 pub struct Call {
     pub request: RequestId,
     /// What the client sent (the API's copy; the client's may be gone).
-    pub op: crate::world::actors::client::ClientOp,
+    pub op: std::sync::Arc<crate::world::actors::client::ClientOp>,
     pub intent: Option<crate::world::engine::ids::IntentId>,
     pub api: u16,
     pub incarnation: u32,

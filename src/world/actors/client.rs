@@ -50,7 +50,10 @@ impl ClientOp {
 #[derive(Clone, Debug, Hash)]
 pub struct Outgoing {
     pub client: u16,
-    pub op: ClientOp,
+    /// Shared with the API calls that carry each send of it: a send
+    /// takes one counted reference, not one for the key and one for the
+    /// input.
+    pub op: Arc<ClientOp>,
     pub intent: Option<IntentId>,
     pub sends: u32,
     pub next_api: u16,

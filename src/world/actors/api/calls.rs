@@ -152,7 +152,7 @@ mod tests {
     fn call(op: ClientOp, phase: ApiPhase) -> Call {
         Call {
             request: RequestId(1),
-            op,
+            op: op.into(),
             intent: None,
             api: 0,
             incarnation: 1,

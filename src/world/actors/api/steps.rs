@@ -35,25 +35,26 @@ impl World {
             call.phase,
         );
         // Half of a call's steps (the read's later phases, every answer)
-        // need nothing of its operation: only the others copy it, and its
-        // key's and input's counted references with it.
+        // need nothing of its operation: only the others take a counted
+        // reference to it, which lets the step borrow it while it changes
+        // the world.
         let life = self.apis[api as usize];
         if !life.up || life.incarnation != incarnation {
             self.remove_call(call_id);
             return false;
         }
-        let reads = matches!(call.op, ClientOp::Read { .. });
+        let reads = matches!(*call.op, ClientOp::Read { .. });
         let op = match phase {
             ApiPhase::ReadDb { .. } | ApiPhase::FillCache { .. } | ApiPhase::Respond(_) => None,
-            _ => Some(call.op.clone()),
+            _ => Some(std::sync::Arc::clone(&call.op)),
         };
         let actor = ActorId::new(ActorKind::Api, api);
-        let next = match (phase, op) {
+        let next = match (phase, op.as_deref()) {
             (ApiPhase::Arrive, Some(ClientOp::Create { input, .. }))
                 if self.mutant == Some(Mutant::PublishBeforeCommit) =>
             {
                 self.begin(actor, Verb::Publish);
-                self.api_publish_before_commit(&input)
+                self.api_publish_before_commit(input)
             }
             (
                 ApiPhase::Arrive | ApiPhase::CreateAfterPublish,
@@ -64,7 +65,7 @@ impl World {
                 }),
             ) => {
                 self.begin(actor, Verb::Create);
-                self.api_create(intent, &key, &input, fingerprint)
+                self.api_create(intent, key, input, *fingerprint)
             }
             (
                 ApiPhase::InsertRecord,
@@ -75,7 +76,7 @@ impl World {
                 }),
             ) => {
                 self.begin(actor, Verb::InsertRecord);
-                self.api_insert_after_check(intent, &key, &input, fingerprint)
+                self.api_insert_after_check(intent, key, input, *fingerprint)
             }
             (
                 ApiPhase::WriteQuota { remaining },
@@ -86,7 +87,7 @@ impl World {
                 }),
             ) => {
                 self.begin(actor, Verb::Create);
-                self.api_write_quota(intent, &key, &input, fingerprint, remaining)
+                self.api_write_quota(intent, key, input, *fingerprint, remaining)
             }
             (
                 ApiPhase::CreateTask { task },
@@ -95,30 +96,30 @@ impl World {
                 }),
             ) => {
                 self.begin(actor, Verb::CreateTask);
-                self.api_finish_split_create(intent, &key, fingerprint, task)
+                self.api_finish_split_create(intent, key, *fingerprint, task)
             }
             (ApiPhase::Publish { task }, Some(ClientOp::Create { input, .. })) => {
                 self.begin(actor, Verb::Publish);
-                self.publish_direct(task, &input);
+                self.publish_direct(task, input);
                 let answer = Answer::Accepted(task);
                 Some(ApiPhase::Respond(Response::Create(answer)))
             }
             (ApiPhase::Arrive, Some(ClientOp::Cancel { target })) => {
                 if self.mutant == Some(Mutant::CacheWriteBeforeDb) {
                     self.begin(actor, Verb::FillCache);
-                    self.api_cache_before_cancel(&target)
+                    self.api_cache_before_cancel(target)
                 } else {
                     self.begin(actor, Verb::Cancel);
-                    self.api_cancel(request, &target)
+                    self.api_cancel(request, target)
                 }
             }
             (ApiPhase::CancelAfterCacheWrite, Some(ClientOp::Cancel { target })) => {
                 self.begin(actor, Verb::Cancel);
-                self.api_cancel(request, &target)
+                self.api_cancel(request, target)
             }
             (ApiPhase::Arrive, Some(ClientOp::Read { target })) => {
                 self.begin(actor, Verb::ReadCache);
-                self.api_read_cache(&target)
+                self.api_read_cache(target)
             }
             (ApiPhase::ReadDb { task }, None) if reads => {
                 self.begin(actor, Verb::ReadDb);

@@ -76,7 +76,7 @@ impl World {
             id,
             Outgoing {
                 client,
-                op,
+                op: std::sync::Arc::new(op),
                 intent,
                 sends: 0,
                 next_api: first_api,
@@ -110,13 +110,13 @@ impl World {
         let api = outgoing.next_api % apis;
         outgoing.next_api = (api + 1) % apis;
         let send = outgoing.sends;
-        let outcome = match &outgoing.op {
+        let outcome = match *outgoing.op {
             ClientOp::Create { .. } => "create",
             ClientOp::Cancel { .. } => "cancel",
             ClientOp::Read { .. } => "read-status",
         };
         self.rec.outcome = outcome;
-        let (op, intent) = (outgoing.op.clone(), outgoing.intent);
+        let (op, intent) = (std::sync::Arc::clone(&outgoing.op), outgoing.intent);
         let call_id = self.next_call_id();
         let incarnation = self.apis[api as usize].incarnation;
         self.carry_intent(intent);
@@ -169,7 +169,10 @@ impl World {
         }
         self.begin(actor, Verb::Retry);
         if self.mutant == Some(Mutant::ClientNewKeyOnRetry)
-            && let Some(ClientOp::Create { key, .. }) = self.outgoing.get_mut(id).map(|o| &mut o.op)
+            && let Some(ClientOp::Create { key, .. }) = self
+                .outgoing
+                .get_mut(id)
+                .map(|o| std::sync::Arc::make_mut(&mut o.op))
         {
             *key = format!("{key}-r{send}").into();
         }
