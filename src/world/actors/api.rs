@@ -59,7 +59,8 @@ pub enum Response {
 #[derive(Clone, Debug, Hash)]
 pub struct Call {
     pub request: RequestId,
-    /// What the client sent (the API's copy; the client's may be gone).
+    /// What the client sent, shared with its request (which may be gone
+    /// by now: the call keeps it).
     pub op: std::sync::Arc<crate::world::actors::client::ClientOp>,
     pub intent: Option<crate::world::engine::ids::IntentId>,
     pub api: u16,

@@ -165,10 +165,10 @@ impl<V> Slots<V> {
     }
 
     /// Drops the front slot, which must be there and empty, moving nothing
-    /// out of it.
-    /// `IdTable` drops the empty slots its oldest rows left at almost every
-    /// removal from a churning table (the API's calls, the requests in
-    /// flight), and `pop_front` moved a whole row's width out each time.
+    /// out of it: `IdTable` drops the empty slots its oldest rows left at
+    /// almost every removal from a churning table (the API's calls, the
+    /// requests in flight), and `pop_front` moved a whole row's width out
+    /// each time.
     pub fn pop_front_empty(&mut self) {
         debug_assert!(matches!(self.front(), Some(None)));
         self.advance_front();

@@ -34,16 +34,16 @@ impl World {
             call.request,
             call.phase,
         );
-        // Half of a call's steps (the read's later phases, every answer)
-        // need nothing of its operation: only the others take a counted
-        // reference to it, which lets the step borrow it while it changes
-        // the world.
         let life = self.apis[api as usize];
         if !life.up || life.incarnation != incarnation {
             self.remove_call(call_id);
             return false;
         }
         let reads = matches!(*call.op, ClientOp::Read { .. });
+        // Half of a call's steps (the read's later phases, every answer)
+        // need nothing of its operation: only the others take a counted
+        // reference to it, which lets the step borrow it while it changes
+        // the world.
         let op = match phase {
             ApiPhase::ReadDb { .. } | ApiPhase::FillCache { .. } | ApiPhase::Respond(_) => None,
             _ => Some(std::sync::Arc::clone(&call.op)),
