@@ -61,7 +61,9 @@ pub fn explore(root: World, options: &CheckOptions) -> Explored {
             fault: None,
         },
     });
-    search.seen.insert(fingerprint(&root, 0, 0));
+    search
+        .seen
+        .insert(fingerprint(&root, 0, 0, &mut Vec::new()));
     search.explored.unique_states = 1;
     let mut frontier = Vec::new();
     if root.menu().is_empty() {

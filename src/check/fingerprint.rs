@@ -8,14 +8,16 @@ use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::world::World;
+use crate::world::engine::schedule::Wake;
 
 /// The fingerprint of `world` reached with `spent` faults injected and
-/// `early` wakes fired ahead of an earlier-due one.
-pub fn fingerprint(world: &World, spent: u32, early: u32) -> u128 {
+/// `early` wakes fired ahead of an earlier-due one. `wakes` is lent to
+/// `World::identity`.
+pub fn fingerprint(world: &World, spent: u32, early: u32, wakes: &mut Vec<(u64, Wake)>) -> u128 {
     let mut hasher = Lanes::new();
     hasher.write_u32(spent);
     hasher.write_u32(early);
-    world.identity(&mut hasher);
+    world.identity(&mut hasher, wakes);
     hasher.finish128()
 }
 

@@ -56,13 +56,14 @@ pub enum Outcome {
 /// Lists one thread's expansion reuses from one state to the next: made
 /// afresh for each state, they were five of its allocations (the menu,
 /// the probe's box, its list of sites reached, and the wakes tried and
-/// branched on).
+/// branched on), and one more at each fingerprint (its sorted wakes).
 #[derive(Default)]
 pub struct Reused {
     menu: Vec<(u64, Wake)>,
     probe: Option<Box<Probe>>,
     tried: Vec<Wake>,
     branches: Vec<(usize, Wake, u32)>,
+    sorted_wakes: Vec<(u64, Wake)>,
 }
 
 /// How a step was run: as it came, or with one fault forced.
@@ -126,7 +127,8 @@ pub fn successors(
     let mut parent = Some(world);
     let mut judge = |child: Box<World>, wake: Wake, fault: Option<Injected>, early: u32| {
         let spent = spent + u32::from(fault.is_some());
-        let outcome = outcome_of(child, spent, early, known, produced.as_deref_mut());
+        let wakes = &mut reused.sorted_wakes;
+        let outcome = outcome_of(child, spent, early, known, produced.as_deref_mut(), wakes);
         out.push(Successor {
             step: Move { wake, fault },
             spent,
@@ -184,6 +186,7 @@ fn outcome_of(
     early: u32,
     known: &Fingerprints,
     produced: Option<&mut Fingerprints>,
+    wakes: &mut Vec<(u64, Wake)>,
 ) -> Outcome {
     if let Some(violation) = &child.violation {
         return Outcome::Violation {
@@ -192,7 +195,7 @@ fn outcome_of(
             step: child.steps,
         };
     }
-    let fingerprint = fingerprint(&child, spent, early);
+    let fingerprint = fingerprint(&child, spent, early, wakes);
     if known.contains(fingerprint) {
         return Outcome::Seen;
     }

@@ -3,18 +3,10 @@
 //! hasher, so that two worlds with equal identities behave alike from here
 //! on. What is left out is history and bookkeeping nothing reads back.
 
-use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 
 use super::World;
 use super::engine::schedule::Wake;
-
-thread_local! {
-    /// The queue's wakes, sorted for hashing: one list per thread, kept,
-    /// where a fresh one was an allocation at every fingerprint. Only its
-    /// contents reach the hash, and they are the world's.
-    static WAKES: RefCell<Vec<(u64, Wake)>> = const { RefCell::new(Vec::new()) };
-}
 
 impl World {
     /// Feeds the world's identity to `state` (every state type derives
@@ -36,7 +28,12 @@ impl World {
     /// has zero latency, so every draw is zero), the checker's per-round
     /// caches, and the list of faults injected (the checker keeps the
     /// count it budgets by beside the identity).
-    pub fn identity(&self, state: &mut impl Hasher) {
+    ///
+    /// `wakes` is a list to sort the queue's wakes in, lent by a caller
+    /// that fingerprints world after world (a fresh one was an allocation
+    /// at every fingerprint); only its contents, the world's, reach the
+    /// hash.
+    pub fn identity(&self, state: &mut impl Hasher, wakes: &mut Vec<(u64, Wake)>) {
         // Every field named once: a field added to `World` stops this from
         // compiling until it is put in the identity or left out with a
         // reason here.
@@ -112,11 +109,9 @@ impl World {
             replays_owed,
             scripted_waits,
         } = self;
-        WAKES.with_borrow_mut(|wakes| {
-            queue.entries_into(wakes);
-            wakes.sort();
-            (now, &wakes[..], housekeeping_at).hash(state);
-        });
+        queue.entries_into(wakes);
+        wakes.sort();
+        (now, &wakes[..], housekeeping_at).hash(state);
         if faults.places_by_step() {
             steps.hash(state);
         }
