@@ -165,6 +165,7 @@ fn insert_task(world: &mut World, key: &str) -> TaskId {
         event_redrives: 0,
         artifact: None,
         compacted: false,
+        retention_parked: false,
     };
     world.db.tasks.push(row);
     id

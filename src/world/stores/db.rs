@@ -495,6 +495,12 @@ pub struct TaskRow {
     pub artifact: Option<(Sha, u64)>,
     /// Compacted: retention expired; only what invariants still need is kept.
     pub compacted: bool,
+    /// The idempotency record of this task's key waits for the task to end
+    /// before its retention is looked at again: the terminal event files it
+    /// back into `Db::retention_index`. A flag on the row the terminal event
+    /// already holds, where a set of parked keys cost that event a search
+    /// comparing key text.
+    pub retention_parked: bool,
 }
 
 /// Pushes `item` onto one of a task's short lists, sized to `first` items
@@ -619,8 +625,6 @@ pub struct Db {
     /// middle, where a sorted deque shifted a share of the whole index on
     /// every insert (9% of a swarm world's 10^6-step run in memmove).
     pub retention_index: BTreeSet<(u64, Text)>,
-    /// Records whose retention waits for their task to end.
-    pub parked_retention: BTreeSet<Text>,
     /// Tasks created by replaying a dead letter, by dead-letter id.
     pub replays: BTreeMap<DeadLetterId, TaskId>,
     /// Event ids that do not follow the `<task>:<type>:<attempt>` form

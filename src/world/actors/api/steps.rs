@@ -392,6 +392,7 @@ impl World {
             event_redrives: 0,
             artifact: None,
             compacted: false,
+            retention_parked: false,
         });
         if write_outbox {
             self.insert_work_row(id, WorkKind::TaskCreated, 1, self.now);

@@ -270,13 +270,10 @@ impl World {
     /// its outbox rows published and its effects reconciled (lesson 000
     /// §3.3); otherwise looks again later.
     fn expire_record(&mut self, key: crate::task::Text) {
-        let due = self
-            .db
-            .retention_index
-            .first()
-            .map(|(due, _)| *due)
-            .expect("due");
-        self.db.retention_index.remove(&(due, key.clone()));
+        // The first record of the index is the one due (`next_due` named
+        // it): taken off the front, not searched for by its key's text.
+        let (due, first) = self.db.retention_index.pop_first().expect("due");
+        debug_assert_eq!(first, key, "the record expired is the first due");
         self.begin(ActorId::RECONCILER, Verb::Expire);
         self.touched.keys.push(key.clone());
         if self.commit_fault() == Some(false) {
@@ -319,10 +316,12 @@ impl World {
         } else if task.is_some_and(|task| self.db.in_review(task)) {
             // Kept until a human settles the task; nothing to look at again.
             self.rec.outcome = "kept-for-review";
-        } else if task.is_some_and(|task| !self.db.task(task).state.status.is_terminal()) {
+        } else if let Some(task) =
+            task.filter(|&task| !self.db.task(task).state.status.is_terminal())
+        {
             // Kept while its task works; the task's terminal event puts
             // the record back in the index (no polling).
-            self.db.parked_retention.insert(key);
+            self.db.task_mut(task).retention_parked = true;
             self.rec.outcome = "kept";
             self.sometimes("retention-kept-unfinished");
         } else {

@@ -252,8 +252,9 @@ impl World {
         }
         if becomes_terminal && !was_terminal {
             self.counters.tasks_terminal += 1;
-            let key = self.db.task(task).key.clone();
-            if self.db.parked_retention.remove(&key) {
+            let row = self.db.task_mut(task);
+            if std::mem::take(&mut row.retention_parked) {
+                let key = row.key.clone();
                 self.db.retain_until(now, key);
             }
             if self.db.task(task).lease.is_some() {
