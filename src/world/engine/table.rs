@@ -75,7 +75,7 @@ impl<K: Slot, V> IdTable<K, V> {
     pub fn get_mut(&mut self, id: K) -> Option<&mut V> {
         let slot = id.slot();
         match slot.checked_sub(self.base) {
-            Some(index) => self.slots.get_mut(index)?.as_mut(),
+            Some(index) => self.slots.row_mut(index),
             None => self.stragglers.get_mut(&slot).map(|row| &mut **row),
         }
     }
@@ -126,8 +126,7 @@ impl<K: Slot, V> IdTable<K, V> {
         if index >= self.slots.len() {
             self.slots.grow_to(index + 1);
         }
-        let place = self.slots.get_mut(index).expect("grown to it");
-        if place.replace(row).is_none() {
+        if self.slots.replace(index, row).is_none() {
             self.in_window += 1;
             self.thin();
         }
@@ -145,7 +144,7 @@ impl<K: Slot, V> IdTable<K, V> {
         let Some(index) = slot.checked_sub(self.base) else {
             return self.stragglers.remove(&slot).map(|row| *row);
         };
-        let row = self.slots.get_mut(index)?.take()?;
+        let row = self.slots.take(index)?;
         self.in_window -= 1;
         self.trim();
         Some(row)
@@ -160,9 +159,8 @@ impl<K: Slot, V> IdTable<K, V> {
         let Some(index) = slot.checked_sub(self.base) else {
             return self.stragglers.remove(&slot).map(|row| read(&row));
         };
-        let place = self.slots.get_mut(index)?;
-        let taken = read(place.as_ref()?);
-        *place = None;
+        let taken = read(self.slots.get(index)?.as_ref()?);
+        self.slots.discard(index);
         self.in_window -= 1;
         self.trim();
         Some(taken)
@@ -181,12 +179,9 @@ impl<K: Slot, V> IdTable<K, V> {
             .extract_if(.., |_, row| take(row))
             .map(|(_, row)| *row)
             .collect();
-        for slot in self.slots.iter_mut() {
-            if slot.as_ref().is_some_and(&mut take) {
-                taken.extend(slot.take());
-                self.in_window -= 1;
-            }
-        }
+        let in_window = self.slots.take_where(take);
+        self.in_window -= in_window.len();
+        taken.extend(in_window);
         self.trim();
         taken
     }
@@ -199,10 +194,7 @@ impl<K: Slot, V> IdTable<K, V> {
 
     /// Drops the empty slots at the window's front.
     fn skip_empty_front(&mut self) {
-        while let Some(None) = self.slots.front() {
-            self.slots.pop_front_empty();
-            self.base += 1;
-        }
+        self.base += self.slots.drop_empty_front();
     }
 
     /// Moves the window's oldest rows aside while it is mostly empty slots.
