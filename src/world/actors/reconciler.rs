@@ -46,7 +46,8 @@ impl Default for Reconciler {
 enum Due {
     Lease(TaskId),
     DeadLetter(DeadLetterId),
-    Retention(crate::task::Text),
+    /// The retention index's first record (`expire_record` takes it off).
+    Retention,
     /// Finished tasks an expiry could not compact, looked at again.
     Compaction,
 }

@@ -88,10 +88,10 @@ impl World {
         if let Some(id) = self.broker.unseen_dead_letters.first() {
             return Some(Due::DeadLetter(*id));
         }
-        if let Some((due, key)) = self.db.retention_index.first()
+        if let Some((due, _)) = self.db.retention_index.first()
             && *due <= now
         {
-            return Some(Due::Retention(key.clone()));
+            return Some(Due::Retention);
         }
         if !self.compaction_deferred.is_empty() && self.compaction_retry_at <= now {
             return Some(Due::Compaction);
@@ -107,7 +107,7 @@ impl World {
         match item {
             Due::Lease(task) => self.reconcile_lease(task),
             Due::DeadLetter(id) => self.reconcile_dead_letter(id),
-            Due::Retention(key) => self.expire_record(key),
+            Due::Retention => self.expire_record(),
             Due::Compaction => self.retry_compactions(),
         }
         let at = self.now + self.latency();
@@ -269,11 +269,10 @@ impl World {
     /// Ends an idempotency record's retention once its task is terminal,
     /// its outbox rows published and its effects reconciled (lesson 000
     /// §3.3); otherwise looks again later.
-    fn expire_record(&mut self, key: crate::task::Text) {
-        // The first record of the index is the one due (`next_due` named
-        // it): taken off the front, not searched for by its key's text.
-        let (due, first) = self.db.retention_index.pop_first().expect("due");
-        debug_assert_eq!(first, key, "the record expired is the first due");
+    fn expire_record(&mut self) {
+        // The index's first record is the one due (`next_due_item` looked
+        // at it): taken off the front, not searched for by its key's text.
+        let (due, key) = self.db.retention_index.pop_first().expect("due");
         self.begin(ActorId::RECONCILER, Verb::Expire);
         self.touched.keys.push(key.clone());
         if self.commit_fault() == Some(false) {
