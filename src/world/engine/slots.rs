@@ -200,10 +200,6 @@ impl<V> Slots<V> {
         taken
     }
 
-    pub fn front(&self) -> Option<&Option<V>> {
-        self.get(0)
-    }
-
     /// A fresh whole chunk of empty slots: the spare one if it is whole.
     fn new_chunk(&mut self) -> Chunk<V> {
         self.new_chunk_of(CHUNK)
@@ -597,7 +593,7 @@ mod tests {
                 _ => {}
             }
             assert_eq!(slots.len(), model.len());
-            assert_eq!(slots.front(), model.front());
+            assert_eq!(slots.get(0), model.front());
             assert!(slots.iter().eq(model.iter()), "round {round}");
             assert_eq!(slots.get(model.len()), None);
             for chunk in slots.chunks.iter() {
