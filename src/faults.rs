@@ -3,6 +3,7 @@
 //! counts site occurrences and decides, at each site, whether a fault fires.
 
 use crate::prng::{PPM, Prng};
+use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::ActorId;
 use crate::world::engine::step::Action;
 
@@ -338,9 +339,9 @@ pub struct Injector {
     /// Occurrences of each site, globally.
     site_count: [u64; Site::ALL.len()],
     /// Occurrences of each (site, actor).
-    site_actor_count: std::collections::BTreeMap<(Site, ActorId), u64>,
+    site_actor_count: CowTable<std::collections::BTreeMap<(Site, ActorId), u64>>,
     /// Steps run by each (action, actor) and by each action.
-    action_count: std::collections::BTreeMap<(Action, Option<ActorId>), u64>,
+    action_count: CowTable<std::collections::BTreeMap<(Action, Option<ActorId>), u64>>,
     /// Per site, the last step that met it and how often that step did
     /// (`Injected::reach`). Kept per site and reset when a site is met at
     /// a new step, so a step costs the sites it meets, not a copy of every
@@ -349,9 +350,19 @@ pub struct Injector {
     reach_in_step: [u32; Site::ALL.len()],
     /// Faults switched off: the drain phase.
     pub enabled: bool,
-    pub injected: Vec<Injected>,
+    pub injected: CowTable<Vec<Injected>>,
     /// The model checker's probe, when one is exploring (never in a run).
     pub probe: Option<Box<Probe>>,
+}
+
+impl Injector {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.site_actor_count.share();
+        self.action_count.share();
+        self.injected.share();
+    }
 }
 
 impl Injector {
@@ -387,7 +398,7 @@ impl Injector {
             reach_step: [0; Site::ALL.len()],
             reach_in_step: [0; Site::ALL.len()],
             enabled: true,
-            injected: Vec::new(),
+            injected: CowTable::default(),
             probe: None,
         }
     }

@@ -175,7 +175,9 @@ fn take_or_copy(parent: &mut Option<Box<World>>, last: bool) -> Box<World> {
     if last {
         parent.take().expect("the state's last run takes it once")
     } else {
-        Box::new(World::clone(parent.as_ref().expect("taken only last")))
+        let parent = parent.as_mut().expect("taken only last");
+        parent.share();
+        Box::new(World::clone(parent))
     }
 }
 

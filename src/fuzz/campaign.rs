@@ -452,7 +452,7 @@ pub fn reproducer(scenario: &Scenario, world: &World, outcome: &Outcome) -> Scen
             None => "did not converge".to_string(),
         }
     );
-    repro.requests = world.requests.clone();
+    repro.requests = world.requests.to_vec();
     repro.faults = world
         .faults
         .injected

@@ -5,6 +5,7 @@
 
 use crate::hash::Sha;
 use crate::task::{Policy, Status, TaskState, Text, Transition, initial_state, transition};
+use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::{ActorId, KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
 use crate::world::engine::table::IdTable;
@@ -152,19 +153,19 @@ impl OpenDeliveries {
 
 #[derive(Clone, Debug, Default)]
 pub struct Checker {
-    tasks: Vec<Mirror>,
+    tasks: CowTable<Vec<Mirror>>,
     /// Event ids that do not name their own task, by the task they went to.
-    event_ids: BTreeMap<Text, TaskId>,
+    event_ids: CowTable<BTreeMap<Text, TaskId>>,
     /// By message id, like the database's inbox; a copy leaves when its
     /// task is compacted.
-    inbox: IdTable<OutboxId, InboxCopy>,
-    deliveries: OpenDeliveries,
+    inbox: CowTable<IdTable<OutboxId, InboxCopy>>,
+    deliveries: CowTable<OpenDeliveries>,
     /// Per key: what `KeyLife` keeps of the tasks created under it since
     /// its last record ended, and whether a record for it has been seen
     /// alive. A record that lived and
     /// is gone ends the key's epoch and its entry: memory follows live keys.
     /// Hashed by the key's fingerprint (`KeyMap`).
-    keys: KeyMap<KeyOf, KeyLife>,
+    keys: CowTable<KeyMap<KeyOf, KeyLife>>,
     accepted_creates: u64,
     /// Counts `check_step` calls; see `TaskMirror::synced`.
     round: u64,
@@ -174,17 +175,17 @@ pub struct Checker {
     records: Vec<(Text, Option<RecordView>)>,
     /// Tasks compacted this step while unsettled, with why: noted before
     /// their rows were dropped, reported by the step's checks.
-    compacted_unsettled: Vec<(TaskId, String)>,
+    compacted_unsettled: CowTable<Vec<(TaskId, String)>>,
     /// What the store answered for the tokens of tasks compacted this
     /// step, before their objects were archived.
-    compacted_objects: Vec<(TaskId, crate::world::stores::db::Token, Observed)>,
+    compacted_objects: CowTable<Vec<(TaskId, crate::world::stores::db::Token, Observed)>>,
     /// How many of the database's snapshot reports have been judged: the
     /// rest were written since the last step. Always the report count
     /// after a step's checks, so it is not part of the identity.
     snapshot_reports_seen: usize,
     /// The (task, version) of every snapshot report judged so far, for the
     /// rebuild check to look up without walking the list.
-    reported_snapshots: std::collections::BTreeSet<(TaskId, i64)>,
+    reported_snapshots: CowTable<std::collections::BTreeSet<(TaskId, i64)>>,
     /// How many of the database's kept rejections have been judged, in the
     /// same way.
     rejections_seen: usize,
@@ -195,7 +196,7 @@ pub struct Checker {
     /// so a wrong lookup in the protocol cannot hide its own effect. Derived
     /// from the list, which is part of the world's identity.
     reviews_seen: usize,
-    automation_stopped: std::collections::BTreeSet<TaskId>,
+    automation_stopped: CowTable<std::collections::BTreeSet<TaskId>>,
     /// How many committed events the second encoder has rehashed
     /// (`PAYLOADS_REHASHED` a run: the emitter is one function, so its
     /// first events show a fault as well as all of them would).
@@ -203,17 +204,36 @@ pub struct Checker {
     /// The store calls each worker made in its current delivery and each
     /// fence holder in its current fence, counted from the trace
     /// (`within-budgets`), and the last step counted.
-    store_calls: BTreeMap<ActorId, budgets::StoreCalls>,
+    store_calls: CowTable<BTreeMap<ActorId, budgets::StoreCalls>>,
     store_calls_step: Option<u64>,
     /// The handler version each worker's transform ran under in its
     /// current delivery (`poison-judged-by-its-handler`).
-    transforms: BTreeMap<ActorId, u64>,
+    transforms: CowTable<BTreeMap<ActorId, u64>>,
     /// The sends the checker saw of each pending request (`within-budgets`;
     /// see `World::check_client_send`), forgotten when the request ends.
     /// Request ids are counters and a request ends soon after it is sent:
     /// a window indexed by id, where a map's search for every send was
     /// 1.5% of a swarm campaign's instructions.
-    client_sends: IdTable<crate::world::engine::ids::RequestId, u32>,
+    client_sends: CowTable<IdTable<crate::world::engine::ids::RequestId, u32>>,
+}
+
+impl Checker {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.tasks.share();
+        self.event_ids.share();
+        self.inbox.share();
+        self.deliveries.share();
+        self.keys.share();
+        self.compacted_unsettled.share();
+        self.compacted_objects.share();
+        self.reported_snapshots.share();
+        self.automation_stopped.share();
+        self.store_calls.share();
+        self.transforms.share();
+        self.client_sends.share();
+    }
 }
 
 /// Events whose payload hash the checker recomputes per run.

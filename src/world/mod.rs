@@ -12,6 +12,7 @@ pub mod stores;
 pub mod truth;
 pub mod windows;
 
+use crate::world::engine::cow::CowTable;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -236,19 +237,19 @@ pub struct World {
     pub cache: Cache,
     pub handler_version: u64,
     /// The scenario's requests, in time order.
-    script: Vec<Request>,
+    script: CowTable<Vec<Request>>,
     /// Turns the next scripted request has waited through.
     scripted_waits: u32,
     /// Every request issued so far, scripted or generated, while
     /// `keep_request_log` is on: what a reproducer replays.
-    pub requests: Vec<Request>,
+    pub requests: CowTable<Vec<Request>>,
     /// Requests clients are still waiting on.
     pub outgoing: IdTable<RequestId, Outgoing>,
     next_request: u32,
     /// The highest version of each task each client has read: a reader
     /// keeps the newer view (lesson 000 §13.6). Filed by task first, so
     /// that compacting a task finds its readers in one range.
-    pub highest_seen: BTreeMap<(TaskId, u16), i64>,
+    pub highest_seen: CowTable<BTreeMap<(TaskId, u16), i64>>,
     pub calls: Calls,
     next_call: u32,
     pub clients: Vec<Life>,
@@ -258,15 +259,15 @@ pub struct World {
     pub projector: Projector,
     pub reconciler: Reconciler,
     /// Intents something can still be judged against (see `intents.rs`).
-    pub intents: IdTable<IntentId, Intent>,
+    pub intents: CowTable<IdTable<IntentId, Intent>>,
     /// Intents made so far: the last `IntentId`.
     intents_made: u32,
     /// Hashed by the key's fingerprint (`KeyMap`): only looked up.
-    intent_index: KeyMap<(KeyOf, crate::hash::Sha), IntentId>,
+    intent_index: CowTable<KeyMap<(KeyOf, crate::hash::Sha), IntentId>>,
     /// Intents no request carries, to look at again by a time: the
     /// release of the last one (at the end of that step), or the deadline
     /// of a first answer that still binds retries.
-    intents_due: SortedDeque<(u64, IntentId)>,
+    intents_due: CowTable<SortedDeque<(u64, IntentId)>>,
     pub trace: Trace,
     pub checker: Checker,
     pub counters: Counters,
@@ -292,7 +293,7 @@ pub struct World {
     /// confirm), carried out once the step is recorded.
     crash_now: Option<ActorId>,
     next_delivery: u64,
-    worker_names: Vec<Text>,
+    worker_names: CowTable<Vec<Text>>,
     /// What a compacted task's row points at instead of its input.
     pub compacted_input: Arc<Input>,
     /// Finished tasks whose retention ended while something still carried
@@ -300,7 +301,7 @@ pub struct World {
     /// expiry or compaction step (`compaction_retry_at`), once nothing
     /// does, or they would keep their history, rows and read models for
     /// the rest of the run.
-    pub compaction_deferred: std::collections::VecDeque<TaskId>,
+    pub compaction_deferred: CowTable<std::collections::VecDeque<TaskId>>,
     /// When the reconciler next looks at the deferred compactions on its
     /// own (a compaction step), not only at an expiry.
     pub compaction_retry_at: u64,
@@ -308,13 +309,13 @@ pub struct World {
     next_worker: usize,
     /// Dead letters the operator replayed (found, not rolled back): each
     /// is owed a task that replays it (`converges`).
-    pub replays_owed: Vec<ids::DeadLetterId>,
+    pub replays_owed: CowTable<Vec<ids::DeadLetterId>>,
     /// An `outage` took the artifact store, or the broker, down until then.
     store_down_until: u64,
     broker_down_until: u64,
     /// Wakes to fire next, in this order, whatever their due times (a
     /// scenario's `schedule`: how a model checker's counterexample replays).
-    pinned: std::collections::VecDeque<Wake>,
+    pinned: CowTable<std::collections::VecDeque<Wake>>,
     /// A wake fired out of time order: the queue may hold overdue wakes.
     out_of_order: bool,
     /// Why the pinned schedule could not be followed, if it could not.
@@ -358,12 +359,12 @@ impl World {
             store: Store::default(),
             cache: Cache::default(),
             handler_version: config.handler_version,
-            script: Vec::new(),
+            script: Vec::new().into(),
             scripted_waits: 0,
-            requests: Vec::new(),
+            requests: Vec::new().into(),
             outgoing: IdTable::default(),
             next_request: 0,
-            highest_seen: BTreeMap::new(),
+            highest_seen: BTreeMap::new().into(),
             calls: Calls::default(),
             next_call: 0,
             clients: vec![Life::new(); config.clients as usize],
@@ -374,10 +375,10 @@ impl World {
             workers: (0..config.workers).map(|_| Worker::new()).collect(),
             projector: Projector::new(),
             reconciler: Reconciler::new(),
-            intents: IdTable::default(),
+            intents: IdTable::default().into(),
             intents_made: 0,
-            intent_index: KeyMap::default(),
-            intents_due: SortedDeque::default(),
+            intent_index: KeyMap::default().into(),
+            intents_due: SortedDeque::default().into(),
             trace: Trace::new(),
             checker: Checker::default(),
             counters: Counters::default(),
@@ -392,17 +393,17 @@ impl World {
             crash_now: None,
             next_delivery: 0,
             compacted_input: Input::of(&serde_json::Value::Null),
-            compaction_deferred: std::collections::VecDeque::new(),
+            compaction_deferred: std::collections::VecDeque::new().into(),
             compaction_retry_at: 0,
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
                 .collect(),
             broker_poke_at: QueuedAt::default(),
             next_worker: 0,
-            replays_owed: Vec::new(),
+            replays_owed: Vec::new().into(),
             store_down_until: 0,
             broker_down_until: 0,
-            pinned: schedule.into(),
+            pinned: std::collections::VecDeque::from(schedule).into(),
             out_of_order: false,
             schedule_missed: None,
             config,
@@ -412,7 +413,7 @@ impl World {
         if let Some(first) = script.first() {
             world.schedule(first.first_turn_ms(), Wake::Issue(0));
         }
-        world.script = script;
+        world.script = script.into();
         if world.workload.is_some() {
             world.schedule(0, Wake::Workload);
         }
@@ -609,6 +610,29 @@ impl World {
             return;
         }
         self.queue.entries_into(menu);
+    }
+
+    /// Lets copies of this world share its tables until they write them
+    /// (`engine::cow`): what the model checker does before it copies a
+    /// state for each of its transitions.
+    pub fn share(&mut self) {
+        self.db.share();
+        self.broker.share();
+        self.store.share();
+        self.cache.share();
+        self.projector.share();
+        self.faults.share();
+        self.checker.share();
+        self.script.share();
+        self.requests.share();
+        self.highest_seen.share();
+        self.intents.share();
+        self.intent_index.share();
+        self.intents_due.share();
+        self.worker_names.share();
+        self.compaction_deferred.share();
+        self.replays_owed.share();
+        self.pinned.share();
     }
 
     /// Fires the wake at `index` of `menu()` now, whatever its due time

@@ -6,6 +6,7 @@
 //! applied. After a crash it rebuilds a task lazily from its latest verified
 //! snapshot, later events and the state row. It owns cache invalidation.
 
+use crate::world::engine::cow::CowTable;
 use std::sync::Arc;
 
 use crate::hash::Sha;
@@ -40,13 +41,22 @@ pub struct Projector {
     pub life: Life,
     pub phase: ProjectorPhase,
     pub current: Option<Delivery>,
-    pub models: IdTable<TaskId, Model>,
+    pub models: CowTable<IdTable<TaskId, Model>>,
     /// Deliveries handed over: (arrival, order, delivery).
-    pub mailbox: Vec<(u64, u64, Delivery)>,
+    pub mailbox: CowTable<Vec<(u64, u64, Delivery)>>,
     next_order: u64,
     /// The highest task id that existed when it last restarted: it may have
     /// known those tasks and forgotten them.
     pub watermark: u32,
+}
+
+impl Projector {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.models.share();
+        self.mailbox.share();
+    }
 }
 
 impl Projector {
@@ -55,8 +65,8 @@ impl Projector {
             life: Life::new(),
             phase: ProjectorPhase::Idle,
             current: None,
-            models: IdTable::default(),
-            mailbox: Vec::new(),
+            models: CowTable::default(),
+            mailbox: CowTable::default(),
             next_order: 0,
             watermark: 0,
         }

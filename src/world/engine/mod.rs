@@ -2,6 +2,7 @@
 //! identifiers, and the containers rows live in (`IdTable` and its chunked
 //! window `Slots`, `KeyMap`).
 
+pub mod cow;
 pub mod ids;
 pub mod keymap;
 pub mod life;

@@ -4,6 +4,7 @@
 //! passes; after `delivery_attempts_max` deliveries the entry goes to the
 //! dead-letter queue instead of out again.
 
+use crate::world::engine::cow::CowTable;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::hash::Sha;
@@ -79,9 +80,9 @@ pub struct Broker {
     ready: [SortedDeque<(u64, EntryId)>; 2],
     /// In-flight entries by visibility deadline.
     in_flight: SortedDeque<(u64, EntryId)>,
-    pub dead_letters: Vec<DeadLetter>,
+    pub dead_letters: CowTable<Vec<DeadLetter>>,
     /// Dead letters the reconciler has not looked at yet.
-    pub unseen_dead_letters: Vec<DeadLetterId>,
+    pub unseen_dead_letters: CowTable<Vec<DeadLetterId>>,
     next_entry: u32,
     pub published: u64,
     /// A dead letter arrived: the reconciler re-plans its next wake.
@@ -91,14 +92,26 @@ pub struct Broker {
     per_task: IdTable<TaskId, u32>,
     /// Live entries per message id, likewise for "is this message still
     /// in a topic?".
-    per_message: BTreeMap<OutboxId, u32>,
+    per_message: CowTable<BTreeMap<OutboxId, u32>>,
     /// (message, error code) of every dead letter, so a worker can ask
     /// whether a dead letter it owes was already made.
-    dead_lettered: BTreeSet<(OutboxId, &'static str)>,
+    dead_lettered: CowTable<BTreeSet<(OutboxId, &'static str)>>,
     /// Tasks with a message in the dead-letter queue: an operator may
     /// replay one at any time, from the task's input, so compaction keeps
     /// their input (the queue keeps its letters for the whole run).
-    dead_lettered_tasks: BTreeSet<TaskId>,
+    dead_lettered_tasks: CowTable<BTreeSet<TaskId>>,
+}
+
+impl Broker {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.dead_letters.share();
+        self.unseen_dead_letters.share();
+        self.per_message.share();
+        self.dead_lettered.share();
+        self.dead_lettered_tasks.share();
+    }
 }
 
 fn topic_slot(topic: Topic) -> usize {

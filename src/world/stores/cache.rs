@@ -4,6 +4,7 @@
 //! eviction policy, are never evicted (see README, decisions).
 
 use crate::task::Status;
+use crate::world::engine::cow::CowTable;
 
 use crate::world::engine::ids::TaskId;
 use crate::world::engine::table::IdTable;
@@ -24,7 +25,15 @@ pub enum Fill {
 
 #[derive(Clone, Debug, Default, Hash)]
 pub struct Cache {
-    pub entries: IdTable<TaskId, CacheEntry>,
+    pub entries: CowTable<IdTable<TaskId, CacheEntry>>,
+}
+
+impl Cache {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.entries.share();
+    }
 }
 
 pub fn cache_key(task: TaskId) -> String {

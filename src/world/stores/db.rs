@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
 
+use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
 use crate::world::engine::table::{IdTable, SortedDeque};
@@ -595,50 +596,50 @@ pub struct Db {
     /// would pin a small block among the young data for good, spreading
     /// the working set over a heap that grows with the work done. Inline,
     /// old rows stay together and recent ones are adjacent.
-    pub tasks: Vec<TaskRow>,
+    pub tasks: CowTable<Vec<TaskRow>>,
     /// Hashed by the key's fingerprint (`KeyMap`): looked up on every
     /// create, cancel, read and expiry. Held in the table itself: a
     /// probe lands on the record, not on a pointer to a block written when
     /// the record was (an expiry reads records last touched long before).
-    idempotency: KeyMap<KeyOf, IdempotencyRecord>,
+    idempotency: CowTable<KeyMap<KeyOf, IdempotencyRecord>>,
     /// By outbox id; a row leaves when its task is compacted.
-    outbox: IdTable<OutboxId, OutboxRow>,
+    outbox: CowTable<IdTable<OutboxId, OutboxRow>>,
     /// Outbox rows ever written: the last id given out.
     outbox_written: u32,
     /// Unpublished rows by the time they may next be claimed.
-    pub unpublished: SortedDeque<(u64, OutboxId)>,
+    pub unpublished: CowTable<SortedDeque<(u64, OutboxId)>>,
     /// By message id; rows leave when their task is compacted.
-    pub inbox: IdTable<OutboxId, InboxRow>,
+    pub inbox: CowTable<IdTable<OutboxId, InboxRow>>,
     pub quota_remaining: u64,
     pub quota_total: u64,
     /// Added to through `review` only, which keeps `review_index` in step.
-    pub(crate) manual_review: Vec<ReviewItem>,
+    pub(crate) manual_review: CowTable<Vec<ReviewItem>>,
     /// The review list's items as (task, reason, subject), so adding one
     /// and asking about a task cost a lookup, not a walk over the list.
-    review_index: BTreeSet<(Option<TaskId>, ReviewReason, String)>,
-    pub rejections: Vec<Rejection>,
+    review_index: CowTable<BTreeSet<(Option<TaskId>, ReviewReason, String)>>,
+    pub rejections: CowTable<Vec<Rejection>>,
     pub rejections_total: u64,
     /// Running or cancelling attempts by lease expiry: the reconciler's index.
-    pub lease_index: SortedDeque<(u64, TaskId)>,
+    pub lease_index: CowTable<SortedDeque<(u64, TaskId)>>,
     /// Idempotency records by the time their retention may end. A B-tree:
     /// a record kept past its due is filed again further out, into the
     /// middle, where a sorted deque shifted a share of the whole index on
     /// every insert (9% of a swarm world's 10^6-step run in memmove).
-    pub retention_index: BTreeSet<(u64, Text)>,
+    pub retention_index: CowTable<BTreeSet<(u64, Text)>>,
     /// Tasks created by replaying a dead letter, by dead-letter id.
-    pub replays: BTreeMap<DeadLetterId, TaskId>,
+    pub replays: CowTable<BTreeMap<DeadLetterId, TaskId>>,
     /// Event ids that do not follow the `<task>:<type>:<attempt>` form
     /// (appended from outside), for the event-id unique constraint.
-    pub foreign_event_ids: BTreeMap<Text, (TaskId, i64)>,
+    pub foreign_event_ids: CowTable<BTreeMap<Text, (TaskId, i64)>>,
     /// Something the reconciler looks at by time changed (a lease, a
     /// retention): it re-plans its next wake.
     pub reconcile_due_changed: bool,
     /// Snapshots recovery refused (dump: `snapshotReports`).
-    pub snapshot_reports: Vec<SnapshotReport>,
+    pub snapshot_reports: CowTable<Vec<SnapshotReport>>,
     /// The (task, sequence) of every snapshot report: a rebuild asks
     /// whether it reported a snapshot before without walking the run's
     /// list. Derived from `snapshot_reports`.
-    pub reported_snapshots: BTreeSet<(TaskId, i64)>,
+    pub reported_snapshots: CowTable<BTreeSet<(TaskId, i64)>>,
 }
 
 impl Db {
@@ -648,6 +649,25 @@ impl Db {
             quota_total: quota,
             ..Db::default()
         }
+    }
+
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.tasks.share();
+        self.idempotency.share();
+        self.outbox.share();
+        self.unpublished.share();
+        self.inbox.share();
+        self.manual_review.share();
+        self.review_index.share();
+        self.rejections.share();
+        self.lease_index.share();
+        self.retention_index.share();
+        self.replays.share();
+        self.foreign_event_ids.share();
+        self.snapshot_reports.share();
+        self.reported_snapshots.share();
     }
 
     /// The idempotency record of `key`.

@@ -4,6 +4,7 @@
 //! returns what is there. Objects of compacted tasks move to a dense
 //! archive that keeps only what the dump shows of them.
 
+use crate::world::engine::cow::CowTable;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -94,24 +95,36 @@ pub struct Store {
     /// Objects of tasks not compacted (and of compacted ones written
     /// again), by task: a task has a few tokens, found by a look along
     /// its short list after an index by task id.
-    objects: IdTable<TaskId, Vec<(Token, Object)>>,
+    objects: CowTable<IdTable<TaskId, Vec<(Token, Object)>>>,
     /// Tokens first written per task, in write order, for the per-task
     /// artifact invariants; archiving a task drops its list (an archived
     /// object written again is not listed again).
-    by_task: IdTable<TaskId, Vec<Token>>,
+    by_task: CowTable<IdTable<TaskId, Vec<Token>>>,
     /// Objects of compacted tasks in their usual shape (at most one version
     /// that describes itself and its token), 56 bytes each instead of a
     /// place in a task's list and a heap-allocated version list. In the
     /// order tasks were compacted, a task's tokens side by side: compaction
     /// follows retention, not task ids, so a list sorted by token would
     /// shift its tail for every task that finished late.
-    archive: Vec<Archived>,
+    archive: CowTable<Vec<Archived>>,
     /// Objects of compacted tasks in any other shape, as they were.
-    archive_odd: BTreeMap<Token, Object>,
+    archive_odd: CowTable<BTreeMap<Token, Object>>,
     /// By task slot: where the task's tokens start in `archive`, or
     /// `NOT_ARCHIVED`. Lets a read or write of a live task's token skip the
     /// archive, and finds an archived one without a search.
-    archive_start: Vec<u32>,
+    archive_start: CowTable<Vec<u32>>,
+}
+
+impl Store {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.objects.share();
+        self.by_task.share();
+        self.archive.share();
+        self.archive_odd.share();
+        self.archive_start.share();
+    }
 }
 
 /// `Store::archive_start` of a task whose objects were not archived.

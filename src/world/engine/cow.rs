@@ -1,0 +1,185 @@
+//! `CowTable`: a table a model-checker branch shares with the world it was
+//! copied from until one of them writes it.
+//!
+//! `sim check` copies a world for every transition, and a step writes a
+//! few of its tables: copying every table (about sixty allocations a
+//! world) was most of what a transition cost. A table behind `CowTable` is
+//! owned inline, as a plain field would be, until `share` moves it behind
+//! a reference count; from then on a copy of the world counts one more
+//! reference instead of copying the table, and the first write through a
+//! shared table copies it (`Arc::make_mut`), once, for the writer alone.
+//!
+//! A fuzz run never shares: every table stays owned, and a read or write
+//! costs a branch. That branch is why not every table is one: the tables
+//! a fuzz step reads at almost every wake (the actors' lives, the fault
+//! plan, the API calls and requests in flight, the broker's queues) stay
+//! plain fields, where sharing them saved the checker little and cost
+//! every fuzz step (README, "Model checking"). Equality and hashing see
+//! the table, never how it is held, so a shared table and an owned copy
+//! of it are one state.
+
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+#[derive(Clone)]
+enum Held<T> {
+    Owned(T),
+    Shared(Arc<T>),
+}
+
+#[derive(Clone)]
+pub struct CowTable<T: Clone>(Held<T>);
+
+impl<T: Clone> CowTable<T> {
+    pub fn new(table: T) -> CowTable<T> {
+        CowTable(Held::Owned(table))
+    }
+}
+
+impl<T: Clone + Default> CowTable<T> {
+    /// Moves an owned table behind a reference count, so that copies of
+    /// it share it; a shared one stays as it is.
+    pub fn share(&mut self) {
+        if let Held::Owned(table) = &mut self.0 {
+            self.0 = Held::Shared(Arc::new(std::mem::take(table)));
+        }
+    }
+}
+
+impl<T: Clone> Deref for CowTable<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        match &self.0 {
+            Held::Owned(table) => table,
+            Held::Shared(table) => table,
+        }
+    }
+}
+
+impl<T: Clone> DerefMut for CowTable<T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut T {
+        match &mut self.0 {
+            Held::Owned(table) => table,
+            Held::Shared(table) => Arc::make_mut(table),
+        }
+    }
+}
+
+impl<'a, T: Clone> IntoIterator for &'a CowTable<T>
+where
+    &'a T: IntoIterator,
+{
+    type Item = <&'a T as IntoIterator>::Item;
+    type IntoIter = <&'a T as IntoIterator>::IntoIter;
+
+    fn into_iter(self) -> Self::IntoIter {
+        (**self).into_iter()
+    }
+}
+
+impl<'a, T: Clone> IntoIterator for &'a mut CowTable<T>
+where
+    &'a mut T: IntoIterator,
+{
+    type Item = <&'a mut T as IntoIterator>::Item;
+    type IntoIter = <&'a mut T as IntoIterator>::IntoIter;
+
+    fn into_iter(self) -> Self::IntoIter {
+        (**self).into_iter()
+    }
+}
+
+impl<T: Clone> From<T> for CowTable<T> {
+    fn from(table: T) -> CowTable<T> {
+        CowTable::new(table)
+    }
+}
+
+impl<T: Clone + FromIterator<A>, A> FromIterator<A> for CowTable<T> {
+    fn from_iter<I: IntoIterator<Item = A>>(items: I) -> CowTable<T> {
+        CowTable::new(items.into_iter().collect())
+    }
+}
+
+impl<T: Clone + Default> Default for CowTable<T> {
+    fn default() -> CowTable<T> {
+        CowTable::new(T::default())
+    }
+}
+
+impl<T: Clone + Hash> Hash for CowTable<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self).hash(state);
+    }
+}
+
+impl<T: Clone + PartialEq> PartialEq for CowTable<T> {
+    fn eq(&self, other: &CowTable<T>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Clone + Eq> Eq for CowTable<T> {}
+
+impl<T: Clone + std::fmt::Debug> std::fmt::Debug for CowTable<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shared_table_is_copied_for_its_first_writer_alone() {
+        let mut parent = CowTable::new(vec![1, 2, 3]);
+        parent.share();
+        let mut child = parent.clone();
+        let untouched = parent.clone();
+        child.push(4);
+        assert_eq!(*parent, vec![1, 2, 3]);
+        assert_eq!(*untouched, vec![1, 2, 3]);
+        assert_eq!(*child, vec![1, 2, 3, 4]);
+        parent.push(5);
+        assert_eq!(*parent, vec![1, 2, 3, 5]);
+        assert_eq!(*untouched, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn how_a_table_is_held_changes_neither_equality_nor_hash() {
+        use std::hash::DefaultHasher;
+        let owned = CowTable::new(vec![7, 8]);
+        let mut shared = owned.clone();
+        shared.share();
+        assert_eq!(owned, shared);
+        let hash = |table: &CowTable<Vec<i32>>| {
+            let mut state = DefaultHasher::new();
+            table.hash(&mut state);
+            state.finish()
+        };
+        assert_eq!(hash(&owned), hash(&shared));
+        let mut plain = DefaultHasher::new();
+        vec![7, 8].hash(&mut plain);
+        assert_eq!(hash(&owned), plain.finish());
+    }
+
+    #[test]
+    fn sharing_twice_keeps_the_copies_together() {
+        let mut table = CowTable::new(String::from("a"));
+        table.share();
+        let copy = table.clone();
+        table.share();
+        let Held::Shared(first) = &table.0 else {
+            panic!("shared");
+        };
+        let Held::Shared(second) = &copy.0 else {
+            panic!("shared");
+        };
+        assert!(Arc::ptr_eq(first, second));
+    }
+}
