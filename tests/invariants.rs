@@ -2749,6 +2749,23 @@ fn converges_fires_when_retention_does_not_happen() {
     );
 }
 
+/// `converges` asks that no idempotency record stay parked for a task that
+/// has ended: the terminal event files a parked record again, and nothing
+/// else ever would.
+#[test]
+fn converges_fires_when_a_record_stays_parked_after_its_task_ended() {
+    let mut world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    world.db.task_mut(TASK).retention_parked = true;
+    assert_eq!(
+        world.convergence_failures(),
+        vec![
+            "task-1 is completed and its idempotency record is still parked until it ends"
+                .to_string()
+        ]
+    );
+}
+
 #[test]
 fn fires_semantic_key_unique() {
     // The completion restated under a new id at the next sequence, the

@@ -120,6 +120,7 @@ impl World {
             }
         }
         failures.extend(self.retention_failures());
+        failures.extend(self.table_failures());
         // An operator's replay of a dead letter makes a task (lesson 000
         // §13.5: inspection and replay are what make a dead-letter queue
         // more than delayed loss).
@@ -179,6 +180,28 @@ impl World {
     /// it. Without this, a reconciler that never looks at its
     /// retention index, or a compaction deferred for ever, let memory grow
     /// with the work done and nothing reported it.
+    /// The world's tables keep their own books: each holds the rows it
+    /// counts, and one left with no row holds no slot. A table that kept
+    /// the slots its removals emptied would grow with the work done, not
+    /// with the work in flight.
+    fn table_failures(&self) -> Vec<String> {
+        let mut failures = self.db.table_failures();
+        let tables = [
+            ("broker entries", self.broker.entries.bookkeeping_failure()),
+            ("requests in flight", self.outgoing.bookkeeping_failure()),
+            ("API calls", self.calls.bookkeeping_failure()),
+            ("intents", self.intents.bookkeeping_failure()),
+            ("cache", self.cache.entries.bookkeeping_failure()),
+            ("read models", self.projector.models.bookkeeping_failure()),
+        ];
+        for (table, failure) in tables {
+            if let Some(failure) = failure {
+                failures.push(format!("the {table} table {failure}"));
+            }
+        }
+        failures
+    }
+
     fn retention_failures(&self) -> Vec<String> {
         let mut failures = Vec::new();
         let period = self.config.reconcile_every_ms;
@@ -190,6 +213,19 @@ impl World {
                 "the idempotency record of {key} was due to expire at {due} ms and is still kept at {} ms",
                 self.now
             ));
+        }
+        // A record parked until its task ends is filed again by the task's
+        // terminal event; one still parked once the task has ended is
+        // looked at by nothing again, and keeps its key and its task for
+        // the rest of the run.
+        for row in self.db.tasks.iter() {
+            if row.retention_parked && row.state.status.is_terminal() {
+                failures.push(format!(
+                    "{} is {} and its idempotency record is still parked until it ends",
+                    row.id,
+                    row.state.status.as_str()
+                ));
+            }
         }
         let kept: Vec<String> = self
             .db

@@ -243,6 +243,25 @@ impl<K: Slot, V> IdTable<K, V> {
     pub fn values(&self) -> impl Iterator<Item = &V> {
         self.iter().map(|(_, row)| row)
     }
+
+    /// What is wrong with the table's own bookkeeping, if anything: the
+    /// rows it counts are the rows it holds, and a window with no row left
+    /// in it holds no slot (the slots its removals emptied are let go, so
+    /// its memory follows the rows it still has). `converges` asks it of
+    /// the world's tables.
+    pub fn bookkeeping_failure(&self) -> Option<String> {
+        let held = self.values().count();
+        if held != self.len() {
+            return Some(format!("counts {} row(s) and holds {held}", self.len()));
+        }
+        if self.in_window == 0 && self.slots.len() > 0 {
+            return Some(format!(
+                "holds {} empty slot(s) and no row in them",
+                self.slots.len()
+            ));
+        }
+        None
+    }
 }
 
 /// A set kept as a sorted deque, for time-ordered queues whose items mostly
@@ -334,6 +353,40 @@ mod tests {
         fn from_slot(slot: usize) -> EntryId {
             EntryId(u32::try_from(slot + 1).expect("a slot of a u32 id"))
         }
+    }
+
+    #[test]
+    fn bookkeeping_holds_through_removals_and_names_what_broke() {
+        let mut table: IdTable<EntryId, u32> = IdTable::default();
+        for id in 1..=200 {
+            table.insert(EntryId(id), id);
+        }
+        assert_eq!(table.bookkeeping_failure(), None);
+        assert_eq!(table.remove_where(|row| row % 3 == 0).len(), 66);
+        table.discard(EntryId(1));
+        assert_eq!(table.remove(EntryId(2)), Some(2));
+        assert_eq!(table.bookkeeping_failure(), None);
+        for id in 1..=200 {
+            table.discard(EntryId(id));
+        }
+        assert_eq!((table.len(), table.slots.len()), (0, 0));
+        assert_eq!(table.bookkeeping_failure(), None);
+
+        // A count that drifted from the rows held.
+        let mut miscounted = table.clone();
+        miscounted.insert(EntryId(7), 7);
+        miscounted.in_window += 1;
+        assert_eq!(
+            miscounted.bookkeeping_failure().as_deref(),
+            Some("counts 2 row(s) and holds 1")
+        );
+        // Slots its removals emptied, kept with no row left in them.
+        let mut kept = table;
+        kept.slots.grow_to(3);
+        assert_eq!(
+            kept.bookkeeping_failure().as_deref(),
+            Some("holds 3 empty slot(s) and no row in them")
+        );
     }
 
     #[test]

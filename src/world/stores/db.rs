@@ -718,6 +718,18 @@ impl Db {
         self.outbox.get(id)
     }
 
+    /// What is wrong with the outbox and inbox tables' own bookkeeping
+    /// (`IdTable::bookkeeping_failure`), each with the table's name.
+    pub fn table_failures(&self) -> Vec<String> {
+        [
+            ("outbox", self.outbox.bookkeeping_failure()),
+            ("inbox", self.inbox.bookkeeping_failure()),
+        ]
+        .into_iter()
+        .filter_map(|(table, failure)| Some(format!("the {table} table {}", failure?)))
+        .collect()
+    }
+
     /// Every row not compacted away, by id.
     pub fn outbox_rows(&self) -> impl Iterator<Item = &OutboxRow> {
         self.outbox.values()

@@ -119,6 +119,12 @@ impl Calls {
         self.table.iter()
     }
 
+    /// What is wrong with the calls table's own bookkeeping, if anything
+    /// (`IdTable::bookkeeping_failure`).
+    pub fn bookkeeping_failure(&self) -> Option<String> {
+        self.table.bookkeeping_failure()
+    }
+
     /// The calls in id order.
     pub fn values(&self) -> impl Iterator<Item = &Call> {
         self.table.values()
