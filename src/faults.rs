@@ -363,9 +363,7 @@ impl Injector {
         self.action_count.share();
         self.injected.share();
     }
-}
 
-impl Injector {
     pub fn new(scripted: Vec<ScriptedFault>, rates: &FaultRates, seed: u64) -> Injector {
         let mut table = [[0u32; 4]; Site::ALL.len()];
         for ((site, kind), ppm) in catalogue().into_iter().zip(rates.ppm.iter()) {

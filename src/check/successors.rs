@@ -170,7 +170,9 @@ pub fn successors(
     reused.branches = branches;
 }
 
-/// The world itself when `last`, else a copy of it.
+/// The world itself when `last`, else a copy of it. The parent's tables
+/// are shared first (`World::share`), so the copy counts a reference to
+/// each instead of copying it, and copies only those its step writes.
 fn take_or_copy(parent: &mut Option<Box<World>>, last: bool) -> Box<World> {
     if last {
         parent.take().expect("the state's last run takes it once")

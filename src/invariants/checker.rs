@@ -217,6 +217,17 @@ pub struct Checker {
     client_sends: CowTable<IdTable<crate::world::engine::ids::RequestId, u32>>,
 }
 
+/// Events whose payload hash the checker recomputes per run.
+const PAYLOADS_REHASHED: usize = 64;
+
+/// What the checks read of an idempotency record.
+#[derive(Clone, Copy, Debug, Hash)]
+struct RecordView {
+    fingerprint: Sha,
+    committed_ms: u64,
+    answer: Answer,
+}
+
 impl Checker {
     /// Lets copies share this part's `CowTable`s until one of them writes
     /// them (`World::share`).
@@ -234,20 +245,20 @@ impl Checker {
         self.transforms.share();
         self.client_sends.share();
     }
-}
 
-/// Events whose payload hash the checker recomputes per run.
-const PAYLOADS_REHASHED: usize = 64;
+    /// The bookkeeping of the checker's copy of the inbox and its count of
+    /// each request's sends, each with its name
+    /// (`IdTable::bookkeeping_failure`; `converges` asks it).
+    pub fn table_failures(&self) -> [(&'static str, Option<String>); 2] {
+        [
+            ("checker's inbox copy", self.inbox.bookkeeping_failure()),
+            (
+                "checker's send counts",
+                self.client_sends.bookkeeping_failure(),
+            ),
+        ]
+    }
 
-/// What the checks read of an idempotency record.
-#[derive(Clone, Copy, Debug, Hash)]
-struct RecordView {
-    fingerprint: Sha,
-    committed_ms: u64,
-    answer: Answer,
-}
-
-impl Checker {
     /// The checker's part of a world's identity (see `World::identity`):
     /// what it remembers of tasks, event ids, inbox rows, open deliveries,
     /// keys, store calls, the handler version of each worker's transform

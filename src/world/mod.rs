@@ -12,7 +12,6 @@ pub mod stores;
 pub mod truth;
 pub mod windows;
 
-use crate::world::engine::cow::CowTable;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -24,6 +23,7 @@ use crate::mutants::Mutant;
 use crate::prng::{Prng, Stream};
 use crate::task::Text;
 use crate::trace::{Record, Trace};
+use crate::world::engine::cow::CowTable;
 use input::{Request, Setup, Workload};
 
 use actors::api::calls::Calls;

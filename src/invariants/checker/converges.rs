@@ -179,29 +179,9 @@ impl World {
     /// settled task under review keeps its rows for the human who settles
     /// it. Without this, a reconciler that never looks at its
     /// retention index, or a compaction deferred for ever, let memory grow
-    /// with the work done and nothing reported it.
-    /// The world's tables keep their own books: each holds the rows it
-    /// counts, and one left with no row holds no slot. A table that kept
-    /// the slots its removals emptied would grow with the work done, not
-    /// with the work in flight.
-    fn table_failures(&self) -> Vec<String> {
-        let mut failures = self.db.table_failures();
-        let tables = [
-            ("broker entries", self.broker.entries.bookkeeping_failure()),
-            ("requests in flight", self.outgoing.bookkeeping_failure()),
-            ("API calls", self.calls.bookkeeping_failure()),
-            ("intents", self.intents.bookkeeping_failure()),
-            ("cache", self.cache.entries.bookkeeping_failure()),
-            ("read models", self.projector.models.bookkeeping_failure()),
-        ];
-        for (table, failure) in tables {
-            if let Some(failure) = failure {
-                failures.push(format!("the {table} table {failure}"));
-            }
-        }
-        failures
-    }
-
+    /// with the work done and nothing reported it. Nor is a record left
+    /// parked (`TaskRow::retention_parked`) once its task has ended: the
+    /// terminal event files it again, and nothing else would.
     fn retention_failures(&self) -> Vec<String> {
         let mut failures = Vec::new();
         let period = self.config.reconcile_every_ms;
@@ -277,5 +257,33 @@ impl World {
             }
         }
         failures
+    }
+
+    /// The world's tables keep their own books: each holds the rows it
+    /// counts, and one whose window has no row left holds no slot
+    /// (`IdTable::bookkeeping_failure`). A table that kept the slots its
+    /// removals emptied would grow with the work done, not with the work
+    /// in flight; one whose count drifted from its rows, or whose rows a
+    /// walk missed, would blind every check that walks it.
+    fn table_failures(&self) -> Vec<String> {
+        let parts = [
+            self.db.table_failures(),
+            self.broker.table_failures(),
+            self.store.table_failures(),
+            self.checker.table_failures(),
+        ];
+        let world = [
+            ("requests in flight", self.outgoing.bookkeeping_failure()),
+            ("API calls", self.calls.bookkeeping_failure()),
+            ("intents", self.intents.bookkeeping_failure()),
+            ("cache", self.cache.entries.bookkeeping_failure()),
+            ("read models", self.projector.models.bookkeeping_failure()),
+        ];
+        parts
+            .into_iter()
+            .flatten()
+            .chain(world)
+            .filter_map(|(table, failure)| Some(format!("the {table} table {}", failure?)))
+            .collect()
     }
 }

@@ -6,12 +6,11 @@
 //! applied. After a crash it rebuilds a task lazily from its latest verified
 //! snapshot, later events and the state row. It owns cache invalidation.
 
-use crate::world::engine::cow::CowTable;
 use std::sync::Arc;
 
 use crate::hash::Sha;
 use crate::task::{TaskEvent, TaskState, Text};
-
+use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::TaskId;
 use crate::world::engine::life::Life;
 use crate::world::engine::table::IdTable;
@@ -57,9 +56,7 @@ impl Projector {
         self.models.share();
         self.mailbox.share();
     }
-}
 
-impl Projector {
     pub fn new() -> Projector {
         Projector {
             life: Life::new(),

@@ -254,7 +254,7 @@ impl<K: Slot, V> IdTable<K, V> {
         if held != self.len() {
             return Some(format!("counts {} row(s) and holds {held}", self.len()));
         }
-        if self.in_window == 0 && self.slots.len() > 0 {
+        if self.in_window == 0 && !self.slots.is_empty() {
             return Some(format!(
                 "holds {} empty slot(s) and no row in them",
                 self.slots.len()

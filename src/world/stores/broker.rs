@@ -4,11 +4,10 @@
 //! passes; after `delivery_attempts_max` deliveries the entry goes to the
 //! dead-letter queue instead of out again.
 
-use crate::world::engine::cow::CowTable;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::hash::Sha;
-
+use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::{ActorId, DeadLetterId, EntryId, OutboxId, TaskId};
 use crate::world::engine::table::{IdTable, SortedDeque};
 use crate::world::stores::db::{Payload, Topic};
@@ -102,6 +101,13 @@ pub struct Broker {
     dead_lettered_tasks: CowTable<BTreeSet<TaskId>>,
 }
 
+fn topic_slot(topic: Topic) -> usize {
+    match topic {
+        Topic::TaskWork => 0,
+        Topic::TaskEvents => 1,
+    }
+}
+
 impl Broker {
     /// Lets copies share this part's `CowTable`s until one of them writes
     /// them (`World::share`).
@@ -112,16 +118,20 @@ impl Broker {
         self.dead_lettered.share();
         self.dead_lettered_tasks.share();
     }
-}
 
-fn topic_slot(topic: Topic) -> usize {
-    match topic {
-        Topic::TaskWork => 0,
-        Topic::TaskEvents => 1,
+    /// The bookkeeping of the entries table and the count of each task's
+    /// entries, each with its name (`IdTable::bookkeeping_failure`;
+    /// `converges` asks it).
+    pub fn table_failures(&self) -> [(&'static str, Option<String>); 2] {
+        [
+            ("broker entries", self.entries.bookkeeping_failure()),
+            (
+                "broker's entries per task",
+                self.per_task.bookkeeping_failure(),
+            ),
+        ]
     }
-}
 
-impl Broker {
     /// Accepts a publish: always a new entry.
     pub fn publish(
         &mut self,

@@ -5,7 +5,6 @@
 
 use crate::task::Status;
 use crate::world::engine::cow::CowTable;
-
 use crate::world::engine::ids::TaskId;
 use crate::world::engine::table::IdTable;
 
@@ -28,19 +27,17 @@ pub struct Cache {
     pub entries: CowTable<IdTable<TaskId, CacheEntry>>,
 }
 
+pub fn cache_key(task: TaskId) -> String {
+    format!("task-view:v1:{task}")
+}
+
 impl Cache {
     /// Lets copies share this part's `CowTable`s until one of them writes
     /// them (`World::share`).
     pub fn share(&mut self) {
         self.entries.share();
     }
-}
 
-pub fn cache_key(task: TaskId) -> String {
-    format!("task-view:v1:{task}")
-}
-
-impl Cache {
     pub fn get(&self, task: TaskId) -> Option<CacheEntry> {
         self.entries.get(task).copied()
     }

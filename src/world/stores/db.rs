@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use crate::hash::Sha;
 use crate::task::{Evidence, TaskEvent, TaskState, Text};
-
 use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::{ActorId, DeadLetterId, KeyOf, OutboxId, TaskId};
 use crate::world::engine::keymap::KeyMap;
@@ -718,16 +717,13 @@ impl Db {
         self.outbox.get(id)
     }
 
-    /// What is wrong with the outbox and inbox tables' own bookkeeping
-    /// (`IdTable::bookkeeping_failure`), each with the table's name.
-    pub fn table_failures(&self) -> Vec<String> {
+    /// The bookkeeping of the outbox and inbox tables, each with its name
+    /// (`IdTable::bookkeeping_failure`; `converges` asks it).
+    pub fn table_failures(&self) -> [(&'static str, Option<String>); 2] {
         [
             ("outbox", self.outbox.bookkeeping_failure()),
             ("inbox", self.inbox.bookkeeping_failure()),
         ]
-        .into_iter()
-        .filter_map(|(table, failure)| Some(format!("the {table} table {}", failure?)))
-        .collect()
     }
 
     /// Every row not compacted away, by id.

@@ -4,12 +4,11 @@
 //! returns what is there. Objects of compacted tasks move to a dense
 //! archive that keeps only what the dump shows of them.
 
-use crate::world::engine::cow::CowTable;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::hash::{Sha, sha256};
-
+use crate::world::engine::cow::CowTable;
 use crate::world::engine::ids::TaskId;
 use crate::world::engine::table::IdTable;
 use crate::world::stores::db::Token;
@@ -115,18 +114,6 @@ pub struct Store {
     archive_start: CowTable<Vec<u32>>,
 }
 
-impl Store {
-    /// Lets copies share this part's `CowTable`s until one of them writes
-    /// them (`World::share`).
-    pub fn share(&mut self) {
-        self.objects.share();
-        self.by_task.share();
-        self.archive.share();
-        self.archive_odd.share();
-        self.archive_start.share();
-    }
-}
-
 /// `Store::archive_start` of a task whose objects were not archived.
 const NOT_ARCHIVED: u32 = u32::MAX;
 
@@ -218,6 +205,25 @@ pub fn corrupt_bytes(version: Version) -> Version {
 }
 
 impl Store {
+    /// Lets copies share this part's `CowTable`s until one of them writes
+    /// them (`World::share`).
+    pub fn share(&mut self) {
+        self.objects.share();
+        self.by_task.share();
+        self.archive.share();
+        self.archive_odd.share();
+        self.archive_start.share();
+    }
+
+    /// The bookkeeping of the objects table and the tokens by task, each
+    /// with its name (`IdTable::bookkeeping_failure`; `converges` asks it).
+    pub fn table_failures(&self) -> [(&'static str, Option<String>); 2] {
+        [
+            ("store objects", self.objects.bookkeeping_failure()),
+            ("store's tokens by task", self.by_task.bookkeeping_failure()),
+        ]
+    }
+
     /// An object of a task not compacted (the ones anything but the dump
     /// reads).
     pub fn get(&self, token: Token) -> Option<&Object> {
