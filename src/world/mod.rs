@@ -397,7 +397,8 @@ impl World {
             compaction_retry_at: 0,
             worker_names: (0..config.workers)
                 .map(|index| Text::from(ActorId::new(ActorKind::Worker, index as u16).to_string()))
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
             broker_poke_at: QueuedAt::default(),
             next_worker: 0,
             replays_owed: Vec::new().into(),

@@ -81,27 +81,9 @@ where
     }
 }
 
-impl<'a, T: Clone> IntoIterator for &'a mut CowTable<T>
-where
-    &'a mut T: IntoIterator,
-{
-    type Item = <&'a mut T as IntoIterator>::Item;
-    type IntoIter = <&'a mut T as IntoIterator>::IntoIter;
-
-    fn into_iter(self) -> Self::IntoIter {
-        (**self).into_iter()
-    }
-}
-
 impl<T: Clone> From<T> for CowTable<T> {
     fn from(table: T) -> CowTable<T> {
         CowTable::new(table)
-    }
-}
-
-impl<T: Clone + FromIterator<A>, A> FromIterator<A> for CowTable<T> {
-    fn from_iter<I: IntoIterator<Item = A>>(items: I) -> CowTable<T> {
-        CowTable::new(items.into_iter().collect())
     }
 }
 
