@@ -125,6 +125,14 @@ pub fn successors(
     }
     let may_fault = spent < options.faults;
     let mut parent = Some(world);
+    // The parent's tables are shared once, before its first copy: each
+    // copy then counts a reference to each table instead of copying it,
+    // and copies only those its step writes. The parent itself is not
+    // written until its last run takes it.
+    let copies = branches.len() > 1 || may_fault;
+    if copies && let Some(parent) = parent.as_mut() {
+        parent.share();
+    }
     let mut judge = |child: Box<World>, wake: Wake, fault: Option<Injected>, early: u32| {
         let spent = spent + u32::from(fault.is_some());
         let wakes = &mut reused.sorted_wakes;
@@ -170,15 +178,13 @@ pub fn successors(
     reused.branches = branches;
 }
 
-/// The world itself when `last`, else a copy of it. The parent's tables
-/// are shared first (`World::share`), so the copy counts a reference to
-/// each instead of copying it, and copies only those its step writes.
+/// The world itself when `last`, else a copy of it (its tables shared
+/// before the first copy).
 fn take_or_copy(parent: &mut Option<Box<World>>, last: bool) -> Box<World> {
     if last {
         parent.take().expect("the state's last run takes it once")
     } else {
-        let parent = parent.as_mut().expect("taken only last");
-        parent.share();
+        let parent = parent.as_ref().expect("taken only last");
         Box::new(World::clone(parent))
     }
 }

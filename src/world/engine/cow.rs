@@ -17,15 +17,39 @@
 //! every fuzz step (README, "Model checking"). Equality and hashing see
 //! the table, never how it is held, so a shared table and an owned copy
 //! of it are one state.
+//!
+//! A table hashes as the 128-bit `Lanes` digest of its rows, and a shared
+//! one keeps that digest beside the rows once it is taken: the worlds
+//! copied from one parent share every table their step did not write, so
+//! each table is hashed once for all of them, and a state's fingerprint
+//! hashes only what its step wrote.
 
 use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use super::lanes::digest;
 
 #[derive(Clone)]
 enum Held<T> {
     Owned(T),
-    Shared(Arc<T>),
+    Shared(Arc<Memo<T>>),
+}
+
+/// A shared table and, once asked for, its digest. A copy (the first
+/// write of a world that shared it) starts without one.
+struct Memo<T> {
+    table: T,
+    digest: OnceLock<u128>,
+}
+
+impl<T: Clone> Clone for Memo<T> {
+    fn clone(&self) -> Memo<T> {
+        Memo {
+            table: self.table.clone(),
+            digest: OnceLock::new(),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -42,7 +66,10 @@ impl<T: Clone + Default> CowTable<T> {
     /// it share it; a shared one stays as it is.
     pub fn share(&mut self) {
         if let Held::Owned(table) = &mut self.0 {
-            self.0 = Held::Shared(Arc::new(std::mem::take(table)));
+            self.0 = Held::Shared(Arc::new(Memo {
+                table: std::mem::take(table),
+                digest: OnceLock::new(),
+            }));
         }
     }
 }
@@ -54,7 +81,7 @@ impl<T: Clone> Deref for CowTable<T> {
     fn deref(&self) -> &T {
         match &self.0 {
             Held::Owned(table) => table,
-            Held::Shared(table) => table,
+            Held::Shared(memo) => &memo.table,
         }
     }
 }
@@ -64,7 +91,13 @@ impl<T: Clone> DerefMut for CowTable<T> {
     fn deref_mut(&mut self) -> &mut T {
         match &mut self.0 {
             Held::Owned(table) => table,
-            Held::Shared(table) => Arc::make_mut(table),
+            Held::Shared(memo) => {
+                // Copied if another world shares it; either way the rows
+                // may change, so a digest taken of them goes.
+                let memo = Arc::make_mut(memo);
+                memo.digest.take();
+                &mut memo.table
+            }
         }
     }
 }
@@ -94,8 +127,13 @@ impl<T: Clone + Default> Default for CowTable<T> {
 }
 
 impl<T: Clone + Hash> Hash for CowTable<T> {
+    /// The rows' digest, taken once for a shared table.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        (**self).hash(state);
+        let rows = match &self.0 {
+            Held::Owned(table) => digest(table),
+            Held::Shared(memo) => *memo.digest.get_or_init(|| digest(&memo.table)),
+        };
+        state.write_u128(rows);
     }
 }
 
@@ -132,22 +170,46 @@ mod tests {
         assert_eq!(*untouched, vec![1, 2, 3]);
     }
 
+    fn hash(table: &CowTable<Vec<i32>>) -> u64 {
+        use std::hash::DefaultHasher;
+        let mut state = DefaultHasher::new();
+        table.hash(&mut state);
+        state.finish()
+    }
+
     #[test]
     fn how_a_table_is_held_changes_neither_equality_nor_hash() {
-        use std::hash::DefaultHasher;
         let owned = CowTable::new(vec![7, 8]);
         let mut shared = owned.clone();
         shared.share();
         assert_eq!(owned, shared);
-        let hash = |table: &CowTable<Vec<i32>>| {
-            let mut state = DefaultHasher::new();
-            table.hash(&mut state);
-            state.finish()
-        };
         assert_eq!(hash(&owned), hash(&shared));
-        let mut plain = DefaultHasher::new();
-        vec![7, 8].hash(&mut plain);
+        // Asked twice, the kept digest answers the second time.
+        assert_eq!(hash(&owned), hash(&shared));
+        let mut plain = std::hash::DefaultHasher::new();
+        plain.write_u128(digest(vec![7, 8]));
         assert_eq!(hash(&owned), plain.finish());
+        assert_ne!(hash(&owned), hash(&CowTable::new(vec![8, 7])));
+    }
+
+    /// A write drops the digest of the rows it changes, whether the table
+    /// was copied for it or held alone, and leaves the digest of a world
+    /// that still shares the old rows.
+    #[test]
+    fn a_write_leaves_no_stale_digest() {
+        let mut parent = CowTable::new(vec![1, 2]);
+        parent.share();
+        let before = hash(&parent);
+        let mut child = parent.clone();
+        child.push(3);
+        assert_eq!(hash(&child), hash(&CowTable::new(vec![1, 2, 3])));
+        assert_eq!(hash(&parent), before);
+        // `child` holds its copy alone now: written in place, and hashed
+        // anew.
+        child[0] = 9;
+        assert_eq!(hash(&child), hash(&CowTable::new(vec![9, 2, 3])));
+        parent.push(4);
+        assert_eq!(hash(&parent), hash(&CowTable::new(vec![1, 2, 4])));
     }
 
     #[test]

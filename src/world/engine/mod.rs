@@ -5,6 +5,7 @@
 pub mod cow;
 pub mod ids;
 pub mod keymap;
+pub mod lanes;
 pub mod life;
 pub mod schedule;
 pub mod slots;
