@@ -19,38 +19,34 @@
 //! of it are one state.
 //!
 //! A table hashes as the 128-bit `Lanes` digest of its rows, and a shared
-//! one keeps that digest beside the rows once it is taken: the worlds
-//! copied from one parent share every table their step did not write, so
-//! each table is hashed once for all of them, and a state's fingerprint
-//! hashes only what its step wrote.
+//! one keeps that digest beside its reference once it is taken; a copy of
+//! the world copies the digest with the reference, and a write drops it.
+//! The worlds copied from one parent share every table their step did
+//! not write, so each table is hashed once for all of them, and a state's
+//! fingerprint hashes only what its step wrote.
 
+use std::cell::Cell;
 use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use super::lanes::digest;
 
 #[derive(Clone)]
 enum Held<T> {
     Owned(T),
-    Shared(Arc<Memo<T>>),
+    /// The rows and their digest, `NOT_TAKEN` until a hash takes it. Kept
+    /// here rather than behind the reference: the identity reads it for
+    /// every table of every state, and here it is in the world's own
+    /// memory, a line it reads anyway, not one more pointer to follow.
+    /// A cell, as the hash that takes it only reads the table; a world
+    /// moves between threads but is never read from two at once.
+    Shared(Arc<T>, Cell<[u64; 2]>),
 }
 
-/// A shared table and, once asked for, its digest. A copy (the first
-/// write of a world that shared it) starts without one.
-struct Memo<T> {
-    table: T,
-    digest: OnceLock<u128>,
-}
-
-impl<T: Clone> Clone for Memo<T> {
-    fn clone(&self) -> Memo<T> {
-        Memo {
-            table: self.table.clone(),
-            digest: OnceLock::new(),
-        }
-    }
-}
+/// No digest taken yet. A table whose digest happens to be this one is
+/// only hashed again each time: never wrong, once in 2^128.
+const NOT_TAKEN: [u64; 2] = [0, 0];
 
 #[derive(Clone)]
 pub struct CowTable<T: Clone>(Held<T>);
@@ -66,10 +62,7 @@ impl<T: Clone + Default> CowTable<T> {
     /// it share it; a shared one stays as it is.
     pub fn share(&mut self) {
         if let Held::Owned(table) = &mut self.0 {
-            self.0 = Held::Shared(Arc::new(Memo {
-                table: std::mem::take(table),
-                digest: OnceLock::new(),
-            }));
+            self.0 = Held::Shared(Arc::new(std::mem::take(table)), Cell::new(NOT_TAKEN));
         }
     }
 }
@@ -81,7 +74,7 @@ impl<T: Clone> Deref for CowTable<T> {
     fn deref(&self) -> &T {
         match &self.0 {
             Held::Owned(table) => table,
-            Held::Shared(memo) => &memo.table,
+            Held::Shared(table, _) => table,
         }
     }
 }
@@ -91,12 +84,11 @@ impl<T: Clone> DerefMut for CowTable<T> {
     fn deref_mut(&mut self) -> &mut T {
         match &mut self.0 {
             Held::Owned(table) => table,
-            Held::Shared(memo) => {
+            Held::Shared(table, digest) => {
                 // Copied if another world shares it; either way the rows
                 // may change, so a digest taken of them goes.
-                let memo = Arc::make_mut(memo);
-                memo.digest.take();
-                &mut memo.table
+                digest.set(NOT_TAKEN);
+                Arc::make_mut(table)
             }
         }
     }
@@ -131,7 +123,15 @@ impl<T: Clone + Hash> Hash for CowTable<T> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         let rows = match &self.0 {
             Held::Owned(table) => digest(table),
-            Held::Shared(memo) => *memo.digest.get_or_init(|| digest(&memo.table)),
+            Held::Shared(table, kept) => {
+                let mut rows = kept.get();
+                if rows == NOT_TAKEN {
+                    let taken = digest(&**table);
+                    rows = [taken as u64, (taken >> 64) as u64];
+                    kept.set(rows);
+                }
+                u128::from(rows[0]) | (u128::from(rows[1]) << 64)
+            }
         };
         state.write_u128(rows);
     }
@@ -218,10 +218,10 @@ mod tests {
         table.share();
         let copy = table.clone();
         table.share();
-        let Held::Shared(first) = &table.0 else {
+        let Held::Shared(first, _) = &table.0 else {
             panic!("shared");
         };
-        let Held::Shared(second) = &copy.0 else {
+        let Held::Shared(second, _) = &copy.0 else {
             panic!("shared");
         };
         assert!(Arc::ptr_eq(first, second));
