@@ -163,7 +163,7 @@ impl Search<'_> {
                 early,
                 outcome,
             } = successor;
-            let (fingerprint, world, quiet) = match outcome {
+            let (fingerprint, world, quiet, new_targets) = match outcome {
                 Outcome::Violation {
                     invariant,
                     detail,
@@ -178,14 +178,17 @@ impl Search<'_> {
                     fingerprint,
                     world,
                     quiet,
-                } => (fingerprint, world, quiet),
+                    new_targets,
+                } => (fingerprint, world, quiet, new_targets),
             };
             if !self.seen.insert(fingerprint) {
                 continue;
             }
             self.explored.unique_states += 1;
             self.explored.max_depth = self.explored.max_depth.max(depth);
-            self.note_sometimes(&world);
+            if new_targets {
+                self.note_sometimes(&world);
+            }
             let node = self.add_node(parent, step);
             match quiet {
                 // A quiet world (nothing left to do) is judged for

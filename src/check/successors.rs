@@ -50,6 +50,13 @@ pub enum Outcome {
         /// Nothing left to do: its `converges` failures (empty: it
         /// converged). `None` while it has wakes queued.
         quiet: Option<Vec<String>>,
+        /// Whether it may have reached a "sometimes" target the search has
+        /// not noted: false when its parent was noted (any state but the
+        /// initial one) and it reached no target its parent had not. A
+        /// world's targets only grow, so an equal count is the same set;
+        /// judged here, on the expanding thread, it spares the merge
+        /// comparing the targets of nearly every state it keeps.
+        new_targets: bool,
     },
 }
 
@@ -99,10 +106,17 @@ pub fn successors(
 ) {
     let Pending {
         world,
+        node,
         spent,
         early,
-        ..
     } = pending;
+    // The initial world's targets were never noted (node 0); any other
+    // state's were when it was kept.
+    let noted_targets = if node == 0 {
+        None
+    } else {
+        Some(world.counters.sometimes.len())
+    };
     let mut menu = std::mem::take(&mut reused.menu);
     world.menu_into(&mut menu);
     let due_first = menu.iter().map(|(at, _)| *at).min().unwrap_or(0);
@@ -136,7 +150,15 @@ pub fn successors(
     let mut judge = |child: Box<World>, wake: Wake, fault: Option<Injected>, early: u32| {
         let spent = spent + u32::from(fault.is_some());
         let wakes = &mut reused.sorted_wakes;
-        let outcome = outcome_of(child, spent, early, known, produced.as_deref_mut(), wakes);
+        let outcome = outcome_of(
+            child,
+            spent,
+            early,
+            noted_targets,
+            known,
+            produced.as_deref_mut(),
+            wakes,
+        );
         out.push(Successor {
             step: Move { wake, fault },
             spent,
@@ -194,6 +216,7 @@ fn outcome_of(
     child: Box<World>,
     spent: u32,
     early: u32,
+    noted_targets: Option<usize>,
     known: &Fingerprints,
     produced: Option<&mut Fingerprints>,
     wakes: &mut Vec<(u64, Wake)>,
@@ -217,10 +240,12 @@ fn outcome_of(
     // No wake but housekeeping queued: the menu is empty (asked without
     // listing it).
     let quiet = (child.pending() == 0).then(|| child.convergence_failures());
+    let new_targets = noted_targets != Some(child.counters.sometimes.len());
     Outcome::Fresh {
         fingerprint,
         world: child,
         quiet,
+        new_targets,
     }
 }
 
