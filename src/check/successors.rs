@@ -51,8 +51,9 @@ pub enum Outcome {
         /// converged). `None` while it has wakes queued.
         quiet: Option<Vec<String>>,
         /// Whether it may have reached a "sometimes" target the search has
-        /// not noted: false when its parent was noted (any state but the
-        /// initial one) and it reached no target its parent had not. A
+        /// not noted: false when its parent's targets are all in the
+        /// search's set (true of any kept state but the initial one) and
+        /// it reached no target its parent had not. A
         /// world's targets only grow, so an equal count is the same set;
         /// judged here, on the expanding thread, it spares the merge
         /// comparing the targets of nearly every state it keeps.
@@ -105,13 +106,14 @@ pub fn successors(
     out: &mut Vec<Successor>,
 ) {
     let Pending {
-        world,
+        mut world,
         node,
         spent,
         early,
     } = pending;
     // The initial world's targets were never noted (node 0); any other
-    // state's were when it was kept.
+    // state's are in the search's set since it was kept (noted then, or
+    // the same as its own parent's).
     let noted_targets = if node == 0 {
         None
     } else {
@@ -138,15 +140,14 @@ pub fn successors(
         branches.push((index, *wake, early));
     }
     let may_fault = spent < options.faults;
-    let mut parent = Some(world);
     // The parent's tables are shared once, before its first copy: each
     // copy then counts a reference to each table instead of copying it,
     // and copies only those its step writes. The parent itself is not
     // written until its last run takes it.
-    let copies = branches.len() > 1 || may_fault;
-    if copies && let Some(parent) = parent.as_mut() {
-        parent.share();
+    if branches.len() > 1 || (may_fault && !branches.is_empty()) {
+        world.share();
     }
+    let mut parent = Some(world);
     let mut judge = |child: Box<World>, wake: Wake, fault: Option<Injected>, early: u32| {
         let spent = spent + u32::from(fault.is_some());
         let wakes = &mut reused.sorted_wakes;

@@ -23,7 +23,9 @@
 //! the world copies the digest with the reference, and a write drops it.
 //! The worlds copied from one parent share every table their step did
 //! not write, so each table is hashed once for all of them, and a state's
-//! fingerprint hashes only what its step wrote.
+//! fingerprint hashes only what its step wrote (the initial world's
+//! tables are owned when it is fingerprinted, so its children take the
+//! first digests).
 
 use std::cell::Cell;
 use std::hash::{Hash, Hasher};
@@ -184,12 +186,26 @@ mod tests {
         shared.share();
         assert_eq!(owned, shared);
         assert_eq!(hash(&owned), hash(&shared));
-        // Asked twice, the kept digest answers the second time.
-        assert_eq!(hash(&owned), hash(&shared));
+        let Held::Shared(_, kept) = &shared.0 else {
+            panic!("shared");
+        };
+        assert_eq!(kept.get(), digest_words(&[7, 8]), "taken and kept");
+        // A copy of the world carries the digest with the reference.
+        let copy = shared.clone();
+        let Held::Shared(_, carried) = &copy.0 else {
+            panic!("shared");
+        };
+        assert_eq!(carried.get(), kept.get());
+        assert_eq!(hash(&copy), hash(&owned));
         let mut plain = std::hash::DefaultHasher::new();
         plain.write_u128(digest(vec![7, 8]));
         assert_eq!(hash(&owned), plain.finish());
         assert_ne!(hash(&owned), hash(&CowTable::new(vec![8, 7])));
+    }
+
+    fn digest_words(rows: &[i32]) -> [u64; 2] {
+        let taken = digest(rows.to_vec());
+        [taken as u64, (taken >> 64) as u64]
     }
 
     /// A write drops the digest of the rows it changes, whether the table

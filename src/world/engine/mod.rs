@@ -1,6 +1,7 @@
 //! The engine's plumbing: the scheduler's queue, step names and counts,
-//! identifiers, and the containers rows live in (`IdTable` and its chunked
-//! window `Slots`, `KeyMap`).
+//! identifiers, the containers rows live in (`IdTable` and its chunked
+//! window `Slots`, `KeyMap`, and `CowTable`, which a model checker's copy
+//! shares), and `Lanes`, the hasher of the checker's fingerprints.
 
 pub mod cow;
 pub mod ids;
