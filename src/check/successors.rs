@@ -53,10 +53,10 @@ pub enum Outcome {
         /// Whether it may have reached a "sometimes" target the search has
         /// not noted: false when its parent's targets are all in the
         /// search's set (true of any kept state but the initial one) and
-        /// it reached no target its parent had not. A
-        /// world's targets only grow, so an equal count is the same set;
-        /// judged here, on the expanding thread, it spares the merge
-        /// comparing the targets of nearly every state it keeps.
+        /// it reached no target its parent had not. A world's targets only
+        /// grow, so an equal count is the same set; judged here, on the
+        /// expanding thread, it spares the merge comparing the targets of
+        /// nearly every state it keeps.
         new_targets: bool,
     },
 }
@@ -207,8 +207,7 @@ fn take_or_copy(parent: &mut Option<Box<World>>, last: bool) -> Box<World> {
     if last {
         parent.take().expect("the state's last run takes it once")
     } else {
-        let parent = parent.as_ref().expect("taken only last");
-        Box::new(World::clone(parent))
+        Box::new(World::clone(parent.as_ref().expect("taken only last")))
     }
 }
 

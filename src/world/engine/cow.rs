@@ -50,6 +50,12 @@ enum Held<T> {
 /// only hashed again each time: never wrong, once in 2^128.
 const NOT_TAKEN: [u64; 2] = [0, 0];
 
+/// A digest as the two words `Held::Shared` keeps it in (a `u128` would
+/// align the cell, and with it every table, to 16 bytes).
+fn words(digest: u128) -> [u64; 2] {
+    [digest as u64, (digest >> 64) as u64]
+}
+
 #[derive(Clone)]
 pub struct CowTable<T: Clone>(Held<T>);
 
@@ -128,8 +134,7 @@ impl<T: Clone + Hash> Hash for CowTable<T> {
             Held::Shared(table, kept) => {
                 let mut rows = kept.get();
                 if rows == NOT_TAKEN {
-                    let taken = digest(&**table);
-                    rows = [taken as u64, (taken >> 64) as u64];
+                    rows = words(digest(&**table));
                     kept.set(rows);
                 }
                 u128::from(rows[0]) | (u128::from(rows[1]) << 64)
@@ -189,7 +194,7 @@ mod tests {
         let Held::Shared(_, kept) = &shared.0 else {
             panic!("shared");
         };
-        assert_eq!(kept.get(), digest_words(&[7, 8]), "taken and kept");
+        assert_eq!(kept.get(), words(digest(vec![7, 8])), "taken and kept");
         // A copy of the world carries the digest with the reference.
         let copy = shared.clone();
         let Held::Shared(_, carried) = &copy.0 else {
@@ -201,11 +206,6 @@ mod tests {
         plain.write_u128(digest(vec![7, 8]));
         assert_eq!(hash(&owned), plain.finish());
         assert_ne!(hash(&owned), hash(&CowTable::new(vec![8, 7])));
-    }
-
-    fn digest_words(rows: &[i32]) -> [u64; 2] {
-        let taken = digest(rows.to_vec());
-        [taken as u64, (taken >> 64) as u64]
     }
 
     /// A write drops the digest of the rows it changes, whether the table
