@@ -61,6 +61,66 @@ fn a_fuzz_reproducer_shrinks_to_a_few_requests_with_the_same_invariant() {
     assert_eq!(to_toml_compact(&twice.scenario), text);
 }
 
+/// An outside producer names a task by id, and ids are handed out in
+/// creation order: the failure's own key keeps its event, and once the
+/// keys created before it go, the event names the task's new id.
+#[test]
+fn an_outside_event_follows_its_task_to_the_id_a_smaller_world_gives_it() {
+    let mut original = parse(
+        r#"
+name = "late-cancel-of-the-third-task"
+seed = 1
+steps_max = 10000
+mutant = "no-terminal-guard"
+
+[config]
+apis = 1
+publishers = 1
+workers = 1
+
+[[requests]]
+at = 0
+kind = "create"
+key = "intent-0001"
+input = { doc = "doc-1" }
+
+[[requests]]
+at = 1
+kind = "create"
+key = "intent-0002"
+input = { doc = "doc-2" }
+
+[[requests]]
+at = 2
+kind = "create"
+key = "intent-0003"
+input = { doc = "doc-3" }
+
+[[requests]]
+at = 400
+kind = "append-event"
+event = { eventId = "late-1", taskId = "task-3", sequence = 3, type = "TaskCancelled", stoppedAtSequence = 2, effectsReconciled = true }
+"#,
+        None,
+    )
+    .expect("the scenario parses");
+    original.expect.violation = None;
+    let shrunk = sim::shrink::shrink(&original, 600.0, &mut |_| {}).expect("it fails");
+    assert_eq!(shrunk.invariant, "terminal-never-reopens");
+    let requests = &shrunk.scenario.requests;
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let sim::scenario::RequestKind::AppendEvent { event } = &requests[1].kind else {
+        panic!("{requests:?}");
+    };
+    assert_eq!(&*event.task_id, "task-1");
+    let finished = sim::run::execute(
+        &shrunk.scenario,
+        sim::run::world_for(&shrunk.scenario),
+        |_, _| {},
+    );
+    assert_eq!(finished.outcome.fired(), Some("terminal-never-reopens"));
+}
+
 #[test]
 fn a_spent_budget_returns_the_best_so_far_and_says_so() {
     let original = fuzz_reproducer(1, 4_000, "no-inbox-hash-check");

@@ -21,6 +21,8 @@ use crate::world::engine::ids::ActorKind;
 use crate::world::engine::step::{Action, Verb};
 use crate::world::stores::db::Input;
 
+mod renumber;
+
 /// What a shrink ended with.
 #[derive(Clone, Debug)]
 pub struct Shrunk {
@@ -756,6 +758,18 @@ impl Story {
         self.key_of_task.get(&task)
     }
 
+    /// Each key's tasks in creation order, as `renumber::tasks_by_key`.
+    fn tasks_by_key(
+        &self,
+    ) -> std::collections::BTreeMap<Text, Vec<crate::world::engine::ids::TaskId>> {
+        let mut by_key: std::collections::BTreeMap<Text, Vec<_>> =
+            std::collections::BTreeMap::new();
+        for (task, key) in &self.key_of_task {
+            by_key.entry(key.clone()).or_default().push(*task);
+        }
+        by_key
+    }
+
     /// The faults for a world that keeps only the tasks of `keys`: a
     /// fault that fired on another task goes, and each anchor's `nth`
     /// counts only the actor's steps on kept tasks (or on none).
@@ -788,7 +802,8 @@ impl Story {
 }
 
 /// The key a request is about, if any (creates, cancels and reads by key;
-/// by task id through the run's tasks).
+/// by task id, and an outside producer's event, through the task it
+/// names in the run).
 fn request_key(story: &Story, request: &crate::scenario::Request) -> Option<Text> {
     use crate::scenario::Target;
     match &request.kind {
@@ -797,11 +812,17 @@ fn request_key(story: &Story, request: &crate::scenario::Request) -> Option<Text
             Target::Key(key) => Some(key.clone()),
             Target::Task(task) => story.key_of(*task).cloned(),
         },
+        RequestKind::AppendEvent { event } | RequestKind::DeliverEvent { event } => {
+            crate::world::engine::ids::TaskId::parse(&event.task_id)
+                .and_then(|task| story.key_of(task).cloned())
+        }
         _ => None,
     }
 }
 
-/// Removes requests: first everything but the failing keys' requests,
+/// Removes requests: first everything but the failing keys' requests
+/// (with every fault, then with only the faults that fired on those keys'
+/// steps, each also with the task ids renamed for the smaller world),
 /// then whole keys (ddmin over the keys), then single requests; each
 /// candidate's faults are re-placed as they would land without the tasks
 /// it drops.
@@ -850,9 +871,30 @@ fn reduce_requests(search: &mut Search) -> bool {
     if !story.failing_keys.is_empty() && units.len() > story.failing_keys.len() {
         let keep: Vec<Option<Text>> = story.failing_keys.iter().cloned().map(Some).collect();
         let candidate = candidate_of(&search.best, &keep, &story);
-        if search.try_keep(candidate) {
-            search.note("the failure's own keys");
-            return true;
+        // Also with only the faults that fired on the failing keys' own
+        // steps, re-anchored on those steps: in a world of a few requests
+        // the rest fire elsewhere or not at all, and the part of the
+        // actor a fault hit may fall to another of its kind.
+        let keys = keys_of(&keep);
+        let mut own = candidate.clone();
+        own.faults = search
+            .best
+            .faults
+            .iter()
+            .zip(&story.anchors)
+            .filter(|(_, anchor)| {
+                anchor
+                    .as_ref()
+                    .and_then(|(_, key)| key.as_ref())
+                    .is_some_and(|key| keys.contains(key))
+            })
+            .map(|(fault, _)| fault.clone())
+            .collect();
+        for candidate in [candidate, own] {
+            if keep_with_tasks_renamed(search, &story, candidate) {
+                search.note("the failure's own keys");
+                return true;
+            }
         }
     }
     // ddmin over units (keys); key-less units stay.
@@ -896,19 +938,39 @@ fn reduce_requests(search: &mut Search) -> bool {
     changed
 }
 
+/// Keeps `candidate` when it fails as it is, re-anchored, or with the
+/// task ids its requests name moved to the ids its own run gives the same
+/// keys' tasks (`renumber`).
+fn keep_with_tasks_renamed(search: &mut Search, story: &Story, candidate: Scenario) -> bool {
+    if search.try_keep_or_repair(candidate.clone()) {
+        return true;
+    }
+    if search.spent() {
+        return false;
+    }
+    search.runs += 1;
+    let (world, _) = run(&candidate, false);
+    let moved = renumber::moves(&story.tasks_by_key(), &renumber::tasks_by_key(&world));
+    let mut renamed = candidate;
+    renumber::rename_tasks(&mut renamed, &moved) && search.try_keep_or_repair(renamed)
+}
+
 /// Re-anchoring probes more faults than this only at a cost the search
 /// cannot afford on a large scenario (one probe run per fault).
 const REANCHOR_FAULTS_MAX: usize = 6;
 
 /// A step that the same story has in any variant of a scenario: the
 /// actor, the step name, the key of the task it was about, and which of
-/// the actor's steps of that name on that key it was.
+/// the actor's steps of that name on that key it was. `kind_ordinal`
+/// counts the same steps of every actor of the actor's kind: in a smaller
+/// world another worker (or API, publisher, client) may play the part.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Landmark {
     actor: crate::world::engine::ids::ActorId,
     action: Action,
     key: Option<Text>,
     ordinal: usize,
+    kind_ordinal: usize,
 }
 
 fn landmark_of(
@@ -918,26 +980,54 @@ fn landmark_of(
 ) -> Landmark {
     let anchor = &records[index];
     let key = key_of(anchor);
+    let same_step = |record: &&Record| {
+        record.actor.kind == anchor.actor.kind
+            && record.action() == anchor.action()
+            && key_of(record) == key
+    };
+    let kind_ordinal = records[..=index].iter().filter(same_step).count();
     let ordinal = records[..=index]
         .iter()
-        .filter(|record| {
-            record.actor == anchor.actor
-                && record.action() == anchor.action()
-                && key_of(record) == key
-        })
+        .filter(same_step)
+        .filter(|record| record.actor == anchor.actor)
         .count();
     Landmark {
         actor: anchor.actor,
         action: anchor.action(),
         key,
         ordinal,
+        kind_ordinal,
+    }
+}
+
+impl Landmark {
+    /// Where the landmark is in `records`: the same actor's step if it
+    /// took it, else the same step of another actor of its kind.
+    fn find(&self, records: &[Record], key_of: &dyn Fn(&Record) -> Option<Text>) -> Option<usize> {
+        let same_step = |record: &Record| {
+            record.actor.kind == self.actor.kind
+                && record.action() == self.action
+                && key_of(record) == self.key
+        };
+        let nth_where = |wanted: usize, also: &dyn Fn(&Record) -> bool| {
+            let mut seen = 0;
+            records.iter().position(|record| {
+                let same = same_step(record) && also(record);
+                seen += usize::from(same);
+                same && seen == wanted
+            })
+        };
+        nth_where(self.ordinal, &|record| record.actor == self.actor)
+            .or_else(|| nth_where(self.kind_ordinal, &|_| true))
     }
 }
 
 /// `candidate` (the best scenario with requests or faults removed) with
 /// each remaining fault placed after the same landmark step as in the
-/// best scenario's run: faults in firing order, each found in a probe run
-/// with the faults before it placed. `None` when a landmark is gone.
+/// best scenario's run (by its own actor, or by another of its kind when
+/// that one never takes it): faults in firing order, each found in a
+/// probe run with the faults before it placed. `None` when a landmark is
+/// gone.
 fn reanchor(search: &mut Search, story: &Story, mut candidate: Scenario) -> Option<Scenario> {
     let best_faults = search.best.faults.clone();
     // Which of the best scenario's faults each candidate fault is.
@@ -981,14 +1071,7 @@ fn reanchor(search: &mut Search, story: &Story, mut candidate: Scenario) -> Opti
             .map(|row| (row.id, row.key.clone()))
             .collect();
         let key_of = |record: &Record| record.task.and_then(|task| keys.get(&task).cloned());
-        let mut seen = 0;
-        let index = records.iter().position(|record| {
-            let same = record.actor == landmark.actor
-                && record.action() == landmark.action
-                && key_of(record) == landmark.key;
-            seen += usize::from(same);
-            same && seen == landmark.ordinal
-        })?;
+        let index = landmark.find(&records, &key_of)?;
         let anchor = &records[index];
         let nth = records[..=index]
             .iter()
@@ -999,9 +1082,57 @@ fn reanchor(search: &mut Search, story: &Story, mut candidate: Scenario) -> Opti
                 action: landmark.action,
                 nth,
             },
-            actor: Some(landmark.actor),
+            actor: Some(anchor.actor),
             ..fault
         });
     }
     Some(candidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::engine::ids::{ActorId, TaskId};
+
+    fn record(step: u64, worker: u16, verb: Verb, task: u32) -> Record {
+        Record {
+            step,
+            actor: ActorId::new(ActorKind::Worker, worker),
+            verb,
+            task: TaskId::parse(&format!("task-{task}")),
+            ..Record::blank()
+        }
+    }
+
+    /// A fault re-anchored in a smaller world lands after the same step of
+    /// the same task: its own actor's when that actor takes it, else the
+    /// same step of another actor of its kind.
+    #[test]
+    fn a_landmark_is_found_on_its_own_actor_first_then_on_one_of_its_kind() {
+        let key_of = |record: &Record| record.task.map(|task| Text::from(task.to_string()));
+        // In the story: worker-1 reads back task-1, then worker-2 does.
+        let story = [
+            record(1, 0, Verb::ReadBack, 1),
+            record(2, 1, Verb::Put, 2),
+            record(3, 1, Verb::ReadBack, 1),
+        ];
+        let landmark = landmark_of(&story, 2, &key_of);
+        assert_eq!((landmark.ordinal, landmark.kind_ordinal), (1, 2));
+        // worker-2 still takes the step: its own record, not the first.
+        let same = [
+            record(1, 0, Verb::ReadBack, 1),
+            record(2, 1, Verb::ReadBack, 1),
+        ];
+        assert_eq!(landmark.find(&same, &key_of), Some(1));
+        // worker-2 never does: the second read-back of task-1 by any
+        // worker stands in for it.
+        let other = [
+            record(1, 0, Verb::ReadBack, 1),
+            record(2, 0, Verb::Put, 1),
+            record(3, 0, Verb::ReadBack, 1),
+        ];
+        assert_eq!(landmark.find(&other, &key_of), Some(2));
+        // Nor does anyone a second time: the landmark is gone.
+        assert_eq!(landmark.find(&other[..2], &key_of), None);
+    }
 }
