@@ -758,18 +758,6 @@ impl Story {
         self.key_of_task.get(&task)
     }
 
-    /// Each key's tasks in creation order, as `renumber::tasks_by_key`.
-    fn tasks_by_key(
-        &self,
-    ) -> std::collections::BTreeMap<Text, Vec<crate::world::engine::ids::TaskId>> {
-        let mut by_key: std::collections::BTreeMap<Text, Vec<_>> =
-            std::collections::BTreeMap::new();
-        for (task, key) in &self.key_of_task {
-            by_key.entry(key.clone()).or_default().push(*task);
-        }
-        by_key
-    }
-
     /// The faults for a world that keeps only the tasks of `keys`: a
     /// fault that fired on another task goes, and each anchor's `nth`
     /// counts only the actor's steps on kept tasks (or on none).
@@ -950,7 +938,15 @@ fn keep_with_tasks_renamed(search: &mut Search, story: &Story, candidate: Scenar
     }
     search.runs += 1;
     let (world, _) = run(&candidate, false);
-    let moved = renumber::moves(&story.tasks_by_key(), &renumber::tasks_by_key(&world));
+    let before = story
+        .key_of_task
+        .iter()
+        .map(|(task, key)| (*task, key.clone()));
+    let after = world.db.tasks.iter().map(|row| (row.id, row.key.clone()));
+    let moved = renumber::moves(
+        &renumber::tasks_by_key(before),
+        &renumber::tasks_by_key(after),
+    );
     let mut renamed = candidate;
     renumber::rename_tasks(&mut renamed, &moved) && search.try_keep_or_repair(renamed)
 }

@@ -8,14 +8,16 @@ use std::collections::BTreeMap;
 
 use crate::scenario::{RequestKind, Scenario, Target};
 use crate::task::Text;
-use crate::world::World;
 use crate::world::engine::ids::TaskId;
 
-/// Each key's tasks in creation order (ids are handed out in that order).
-pub(super) fn tasks_by_key(world: &World) -> BTreeMap<Text, Vec<TaskId>> {
+/// Each key's tasks in creation order (ids are handed out in that order),
+/// from (task, key) pairs: a run's task rows, or a story's.
+pub(super) fn tasks_by_key(
+    tasks: impl Iterator<Item = (TaskId, Text)>,
+) -> BTreeMap<Text, Vec<TaskId>> {
     let mut by_key: BTreeMap<Text, Vec<TaskId>> = BTreeMap::new();
-    for row in world.db.tasks.iter() {
-        by_key.entry(row.key.clone()).or_default().push(row.id);
+    for (task, key) in tasks {
+        by_key.entry(key).or_default().push(task);
     }
     for tasks in by_key.values_mut() {
         tasks.sort();
