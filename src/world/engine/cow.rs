@@ -129,18 +129,21 @@ impl<T: Clone + Default> Default for CowTable<T> {
 impl<T: Clone + Hash> Hash for CowTable<T> {
     /// The rows' digest, taken once for a shared table.
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let rows = match &self.0 {
-            Held::Owned(table) => digest(table),
+        let [low, high] = match &self.0 {
+            Held::Owned(table) => words(digest(table)),
             Held::Shared(table, kept) => {
                 let mut rows = kept.get();
                 if rows == NOT_TAKEN {
                     rows = words(digest(&**table));
                     kept.set(rows);
                 }
-                u128::from(rows[0]) | (u128::from(rows[1]) << 64)
+                rows
             }
         };
-        state.write_u128(rows);
+        // As the two words it is kept in: no round trip through a `u128`
+        // (whose default write is the bytes and their length, three words).
+        state.write_u64(low);
+        state.write_u64(high);
     }
 }
 
@@ -203,7 +206,9 @@ mod tests {
         assert_eq!(carried.get(), kept.get());
         assert_eq!(hash(&copy), hash(&owned));
         let mut plain = std::hash::DefaultHasher::new();
-        plain.write_u128(digest(vec![7, 8]));
+        let [low, high] = words(digest(vec![7, 8]));
+        plain.write_u64(low);
+        plain.write_u64(high);
         assert_eq!(hash(&owned), plain.finish());
         assert_ne!(hash(&owned), hash(&CowTable::new(vec![8, 7])));
     }

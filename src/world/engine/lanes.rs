@@ -112,14 +112,6 @@ impl Hasher for Lanes {
         self.word(value as u64);
     }
 
-    /// Two words (the default writes the bytes, a third word for their
-    /// length): how a shared table's digest goes into its world's.
-    #[inline]
-    fn write_u128(&mut self, value: u128) {
-        self.word(value as u64);
-        self.word((value >> 64) as u64);
-    }
-
     fn finish(&self) -> u64 {
         self.finish128() as u64
     }
