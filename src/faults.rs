@@ -330,6 +330,11 @@ pub struct Injector {
     /// Per (site, kind) in catalogue order: rate in ppm, flattened per site.
     rates: [[u32; 4]; Site::ALL.len()],
     any_random: bool,
+    /// A transaction may crash before its commit: the rate of that kind
+    /// or a scripted one (the model checker forces its own through
+    /// `probe`). `uncommitted-writes-nothing` has nothing to judge
+    /// otherwise, and skips taking the stores' footprint.
+    crash_before_commit: bool,
     pause_focus: Option<PauseFocus>,
     /// Actors whose last step was one `pause_focus` aims at: their next
     /// pause draw uses its rate.
@@ -374,6 +379,15 @@ impl Injector {
                 .expect("kind of its site");
             table[site.index()][slot] = (*ppm).min(PPM);
         }
+        let before_commit = Site::DbCommit
+            .kinds()
+            .iter()
+            .position(|kind| *kind == FaultKind::CrashBeforeCommit)
+            .expect("a kind of db.commit");
+        let crash_before_commit = table[Site::DbCommit.index()][before_commit] > 0
+            || scripted
+                .iter()
+                .any(|fault| fault.kind == FaultKind::CrashBeforeCommit);
         let count = scripted.len();
         let step_of = |fault: &ScriptedFault| fault.placement.step();
         let step_ordered = scripted.iter().all(|fault| step_of(fault).is_some())
@@ -385,6 +399,7 @@ impl Injector {
             first_unfired: 0,
             step_ordered,
             any_random: table.iter().flatten().any(|ppm| *ppm > 0) || rates.pause_focus.is_some(),
+            crash_before_commit,
             rates: table,
             pause_focus: rates.pause_focus.clone(),
             focused: Vec::new(),
@@ -506,6 +521,11 @@ impl Injector {
         };
         self.focused.swap_remove(at);
         self.pause_focus.as_ref().map_or(0, |focus| focus.ppm)
+    }
+
+    /// Whether a transaction of this run may crash before its commit.
+    pub fn may_crash_before_commit(&self) -> bool {
+        self.crash_before_commit || self.probe.is_some()
     }
 
     /// Drops `actor`'s mark of an aimed step: it crashed, and its next

@@ -1282,6 +1282,43 @@ fn fires_converges() {
 }
 
 #[test]
+fn fires_uncommitted_writes_nothing() {
+    use sim::faults::{FaultKind, Site};
+    use sim::trace::Record;
+    use sim::world::engine::ids::DeadLetterId;
+    // A run with a scripted crash before a commit (the reconciler's, before
+    // a review), which wrote nothing and ran clean.
+    let scripted = load_scenario("regressions/reconciler-crash-before-review");
+    let mut world = drained(&scripted);
+    // A dead letter the reconciler has not looked at yet; the drained
+    // world's last step, with it, is the baseline.
+    world.broker.unseen_dead_letters.push(DeadLetterId(1));
+    clean(&mut world, Touched::default());
+    // The reconciler's re-drive crashed before its commit, and wrote
+    // nothing: clean.
+    let crashed = Record {
+        step: world.steps + 1,
+        actor: ActorId::RECONCILER,
+        verb: Verb::Redrive,
+        task: Some(TASK),
+        fault: Some((Site::DbCommit, FaultKind::CrashBeforeCommit)),
+        ..Record::blank()
+    };
+    world.trace.push(&crashed);
+    clean(&mut world, Touched::default());
+    // The same step, had it marked the dead letter handled before its
+    // crash check: the letter leaves the list with no re-drive for it.
+    world.broker.unseen_dead_letters.pop();
+    fires(&mut world, Touched::default(), "uncommitted-writes-nothing");
+    // Or charged the quota.
+    let mut world = drained(&scripted);
+    clean(&mut world, Touched::default());
+    world.trace.push(&crashed);
+    world.db.quota_remaining -= 1;
+    fires(&mut world, Touched::default(), "uncommitted-writes-nothing");
+}
+
+#[test]
 fn every_invariant_has_a_firing_test_here() {
     let source = include_str!("invariants.rs");
     let mut missing = Vec::new();

@@ -26,6 +26,7 @@ mod retention;
 mod snapshots;
 mod told;
 mod transform;
+mod uncommitted;
 mod vocabulary;
 
 /// What the checker remembers of one task between steps. Its status and
@@ -223,6 +224,10 @@ pub struct Checker {
     /// a window indexed by id, where a map's search for every send was
     /// 1.5% of a swarm campaign's instructions.
     client_sends: CowTable<IdTable<crate::world::engine::ids::RequestId, u32>>,
+    /// The durable stores' sizes after the last step
+    /// (`uncommitted-writes-nothing`): always the world's own after a
+    /// step's checks, so not part of the identity.
+    footprint: uncommitted::Footprint,
 }
 
 /// Events whose payload hash the checker recomputes per run.

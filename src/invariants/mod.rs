@@ -137,6 +137,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "an effect's ledger row, once settled (verified, compensation_required, compensated, failed), never reopens nor takes another outcome (only verified, compensation_required or failed may become compensated, and compensation_required failed); and a row a fence claimed is settled by the last claim's fencer, never by another (a worker or the reconciler whose claim was taken over, even once the newer claim's lease ran out)",
     },
     Invariant {
+        id: "uncommitted-writes-nothing",
+        statement: "a step whose transaction crashed before its commit adds and removes nothing in the durable stores: no task, outbox or inbox row, quota, review item, rejection, snapshot report, replay or dead letter, and no dead letter leaves the reconciler's list of those it has not looked at",
+    },
+    Invariant {
         id: "retained-until-settled",
         statement: "an idempotency record expires, and a task is compacted (its events, outbox rows, ledger and inbox rows dropped), only once the task is terminal, every message of it published and every effect verified, compensated or failed; and a task is compacted only when no worker, projector, API call or publisher's claimed batch still carries it",
     },

@@ -31,11 +31,14 @@ impl World {
         // nor a delivery resumed or fenced on a status it did not read.
         let transform = self.judge_transform();
         let decision = self.judge_delivery_decision();
+        // Nor the stores' footprint, taken after every step.
+        let uncommitted = self.judge_uncommitted();
         // About one step in five (a wake that only moves time, a broker
         // tick) touches nothing: no check to run, nothing to count.
         if store_calls.is_none()
             && transform.is_none()
             && decision.is_none()
+            && uncommitted.is_none()
             && self.touched.is_empty()
             && self.checker.compacted_unsettled.is_empty()
             && self.checker.compacted_objects.is_empty()
@@ -79,6 +82,9 @@ impl World {
             check!(result);
         }
         if let Some(result) = decision {
+            check!(result);
+        }
+        if let Some(result) = uncommitted {
             check!(result);
         }
         check_each!(created, |task| self.check_created(task));

@@ -742,6 +742,11 @@ impl Db {
         TaskId(self.tasks.len() as u32 + 1)
     }
 
+    /// Outbox rows ever written (compacted ones included).
+    pub fn outbox_written(&self) -> u32 {
+        self.outbox_written
+    }
+
     pub fn next_outbox_id(&self) -> OutboxId {
         OutboxId(self.outbox_written + 1)
     }
