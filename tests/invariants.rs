@@ -683,6 +683,50 @@ fn fires_stale_fill_refused() {
 }
 
 #[test]
+fn fires_invalidated_before_ack() {
+    let mut world = happy();
+    let modelled = world
+        .projector
+        .models
+        .get(TASK)
+        .expect("a model")
+        .state
+        .clone();
+    let acked = || Touched {
+        projector_done: vec![TASK],
+        ..Touched::default()
+    };
+    // The invalidation's tombstone at the model's version, a view filled
+    // at it since, or nothing cached: the delivery may go.
+    for entry in [
+        Some(CacheEntry::Tombstone {
+            version: modelled.version,
+        }),
+        Some(CacheEntry::View {
+            status: modelled.status,
+            version: modelled.version,
+        }),
+        None,
+    ] {
+        world.cache.entries.remove(TASK);
+        if let Some(entry) = entry {
+            world.cache.entries.insert(TASK, entry);
+        }
+        clean(&mut world, acked());
+    }
+    // A view of the version before, still there when the projector acks:
+    // its invalidation failed and was not retried.
+    world.cache.entries.insert(
+        TASK,
+        CacheEntry::View {
+            status: Status::Running,
+            version: modelled.version - 1,
+        },
+    );
+    fires(&mut world, acked(), "invalidated-before-ack");
+}
+
+#[test]
 fn fires_projection_consistent() {
     let mut world = happy();
     let touched = || Touched {

@@ -209,6 +209,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "a cache fill never stores a view older than the entry it found for that task, an invalidation's versioned tombstone or a newer view: a read that began before a write cannot land after its invalidation (a fill into an absent or evicted entry is not judged)",
     },
     Invariant {
+        id: "invalidated-before-ack",
+        statement: "the projector acks (or lets go of) a delivery only when the cache shows its task at the version the projector's model holds or later, or not at all: a failed invalidation is retried before the ack, never dropped with the message that asked for it",
+    },
+    Invariant {
         id: "mismatch-ends-task",
         statement: "an attempt whose artifact ledger row is compensated for ARTIFACT_HASH_MISMATCH ends its task: failed with that code at that attempt, or cancelled; never completed, retried or failed under another code",
     },

@@ -99,6 +99,10 @@ pub struct Touched {
     /// A client's send of a request (`false`) or its giving up on one
     /// (`true`): counted against `client_attempts_max` by the checker.
     pub client_sends: Vec<(ids::RequestId, bool)>,
+    /// Tasks whose delivery the projector let go of (acked, or a direct
+    /// delivery dropped): judged against the cache by
+    /// `invalidated-before-ack`.
+    pub projector_done: Vec<TaskId>,
 }
 
 /// A worker that let go of its delivery mid-attempt, and why.
@@ -143,7 +147,8 @@ macro_rules! each_list {
     ($touched:expr, |$list:ident| $each:expr) => {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases inbox_leases claims fills appends
-            cancels commits let_go replays reviews dead_letter_reviews redriven client_sends)
+            cancels commits let_go replays reviews dead_letter_reviews redriven client_sends
+            projector_done)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

@@ -137,6 +137,7 @@ impl World {
         check_each!(tasks, |task| self.check_budgets(task));
         check_each!(cache, |task| self.check_cache(task));
         check_each!(fills, |(task, found)| self.check_fill(task, found));
+        check_each!(projector_done, |task| self.check_invalidated(task));
         // A task listed again is counted again but judged once: nothing
         // the check reads changes in between, so it would find the same.
         for index in 0..self.touched.projection.len() {
@@ -737,6 +738,33 @@ impl World {
             });
         }
         Ok(())
+    }
+
+    /// invalidated-before-ack: the projector lets a delivery go only once
+    /// the cache can no longer show its task below the model's version.
+    /// Every invalidation leaves a tombstone at the model's version and a
+    /// fill below a tombstone is refused, so a view older than the model
+    /// at that moment means an invalidation was skipped or given up on
+    /// (its delivery acked anyway, nothing left to retry it).
+    fn check_invalidated(&self, task: TaskId) -> Result<(), Fired> {
+        use crate::world::stores::cache::CacheEntry;
+        let Some(model) = self.projector.models.get(task) else {
+            return Ok(());
+        };
+        let modelled = model.state.version;
+        match self.cache.get(task) {
+            Some(CacheEntry::View { version, .. }) if version < modelled => Err(Fired {
+                invariant: "invalidated-before-ack",
+                message: format!(
+                    "the projector let go of a delivery for {task} while the cache still shows v{version}, below the v{modelled} it projected (an invalidation skipped or abandoned)"
+                ),
+                entities: vec![
+                    task.to_string(),
+                    crate::world::stores::cache::cache_key(task),
+                ],
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// stale-fill-refused: a fill stores no view older than the entry it

@@ -59,6 +59,7 @@ impl World {
                 self.begin(ActorId::PROJECTOR, Verb::Ack);
                 let delivery = self.projector.current.take().expect("acking a delivery");
                 self.rec.task = Some(delivery.task);
+                self.touched.projector_done.push(delivery.task);
                 self.rec.entry = Some(delivery.entry);
                 // A broker that is out loses the ack: the entry comes back
                 // after its visibility timeout, a duplicate to the model.
@@ -313,7 +314,9 @@ impl World {
     fn answer_delivery(&mut self) {
         let direct = self.projector.current.as_ref().is_some_and(|d| d.direct);
         self.projector.phase = if direct {
-            self.projector.current = None;
+            if let Some(delivery) = self.projector.current.take() {
+                self.touched.projector_done.push(delivery.task);
+            }
             ProjectorPhase::Idle
         } else {
             ProjectorPhase::Ack
