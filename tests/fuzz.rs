@@ -297,7 +297,10 @@ fn a_world_that_never_compacts_still_runs_to_its_steps() {
     assert!(outcome.violation.is_none(), "{:?}", outcome.violation);
     assert_eq!(world.counters.tasks_compacted, 0);
     assert!(outcome.fault_steps >= 20_000);
-    assert!(world.db.tasks.len() < 30, "{} tasks", world.db.tasks.len());
+    // The bound stops new creates; those already on their way when the
+    // world reached it (a paused or slow API holds a queue of them) still
+    // land, so the world ends a little above it, never far.
+    assert!(world.db.tasks.len() < 40, "{} tasks", world.db.tasks.len());
 }
 
 /// A reproducer replays the turns the fuzz client waited through (written

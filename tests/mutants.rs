@@ -62,7 +62,7 @@ fn every_mutant_scenario_converges_cleanly_without_its_mutant() {
 fn a_small_score_run_kills_every_mutant() {
     let options = sim::cli::score::ScoreOptions {
         seed: 1,
-        runs: 30,
+        runs: 50,
         steps: 10_000,
         jobs: 1,
         only: Vec::new(),

@@ -426,12 +426,28 @@ impl Generator {
                 None => self.new_create(now, false),
             },
             5 => match self.recent_key() {
-                Some(key) => self.request(
-                    now,
-                    RequestKind::ReadStatus {
-                        target: Target::Key(key),
-                    },
-                ),
+                Some(key) => {
+                    let request = self.request(
+                        now,
+                        RequestKind::ReadStatus {
+                            target: Target::Key(key),
+                        },
+                    );
+                    // Half the reads come with a twin at another API, as
+                    // two readers of one task do: their misses and fills
+                    // interleave, and a later read's fill can land before
+                    // an earlier one's (the cache-aside race between two
+                    // readers, not only a reader and an invalidation).
+                    if self.rng.below(2) == 0 {
+                        let mut twin = request.clone();
+                        twin.api = Some((request.api.unwrap_or(0) + 1) % self.apis);
+                        self.pending = Some(twin);
+                        // A few milliseconds apart, so that the task's
+                        // version may change between their database reads.
+                        return (Some(request), self.rng.below(4));
+                    }
+                    request
+                }
                 None => self.new_create(now, false),
             },
             6 => self.new_create(now, true),
