@@ -300,6 +300,28 @@ fn fires_task_input_matches_fingerprint() {
 }
 
 #[test]
+fn fires_dead_letter_replayed_once() {
+    use sim::world::engine::ids::DeadLetterId;
+    let mut world = happy();
+    let letter = DeadLetterId(1);
+    // The operator's replay of a letter: a new task, filed under it.
+    let replay = |world: &mut World, key: &str| {
+        let task = insert_task(world, key);
+        world.db.task_mut(task).replay_of = Some(letter);
+        world.db.replays.insert(letter, task);
+        Touched {
+            created: vec![task],
+            ..Touched::default()
+        }
+    };
+    let first = replay(&mut world, "doc-1-replay-1");
+    clean(&mut world, first);
+    // The same letter replayed again, as a second task.
+    let second = replay(&mut world, "doc-1-replay-2");
+    fires(&mut world, second, "dead-letter-replayed-once");
+}
+
+#[test]
 fn the_key_rule_is_the_lessons_pattern() {
     use sim::world::truth::intents::refusal_owed;
     let key = |length: usize| "k".repeat(length);

@@ -228,6 +228,10 @@ pub struct Checker {
     /// (`uncommitted-writes-nothing`): always the world's own after a
     /// step's checks, so not part of the identity.
     footprint: uncommitted::Footprint,
+    /// Tasks created by a dead-letter replay (`dead-letter-replayed-once`):
+    /// in a correct run the size of the database's replay map, which is in
+    /// the identity, so it is not.
+    pub(super) replay_tasks: usize,
 }
 
 /// Events whose payload hash the checker recomputes per run.

@@ -213,6 +213,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the projector acks (or lets go of) a delivery only when the cache shows its task at the version the projector's model holds or later, or not at all: a failed invalidation is retried before the ack, never dropped with the message that asked for it",
     },
     Invariant {
+        id: "dead-letter-replayed-once",
+        statement: "an operator's replay of a dead letter is idempotent by the letter's id: at most one task is ever created from one dead letter, and the letter stays filed under that task; replaying it again answers with that task",
+    },
+    Invariant {
         id: "mismatch-ends-task",
         statement: "an attempt whose artifact ledger row is compensated for ARTIFACT_HASH_MISMATCH ends its task: failed with that code at that attempt, or cancelled; never completed, retried or failed under another code",
     },

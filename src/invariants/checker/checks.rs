@@ -5,7 +5,7 @@ use crate::hash::hex;
 use crate::task::{Status, Text};
 use crate::world::World;
 use crate::world::actors::worker::DeliveryAct;
-use crate::world::engine::ids::{KeyOf, OutboxId, TaskId};
+use crate::world::engine::ids::{DeadLetterId, KeyOf, OutboxId, TaskId};
 use crate::world::stores::db::{Answer, EffectKind, ReviewReason, Token};
 
 use super::*;
@@ -229,6 +229,10 @@ impl World {
                 entities: vec![task.to_string(), row.key.to_string()],
             });
         }
+        if let Some(letter) = row.replay_of {
+            self.check_replayed_once(task, letter)?;
+        }
+        let row = self.db.task(task);
         mirror_in(&mut self.checker.tasks, &self.db, task);
         let key = KeyOf::new(&row.key);
         self.checker.keys.get_or_default(key).created(task);
@@ -246,6 +250,44 @@ impl World {
             }
         }
         Ok(())
+    }
+
+    /// dead-letter-replayed-once: a replay creates a task only for a letter
+    /// no task replays yet, and files it under that letter. The replay map
+    /// only grows, one letter per replay task, so a second task for one
+    /// letter shows as a map smaller than the count of replay tasks.
+    fn check_replayed_once(&mut self, task: TaskId, letter: DeadLetterId) -> Result<(), Fired> {
+        self.checker.replay_tasks += 1;
+        let filed = self.db.replays.get(&letter).copied();
+        if filed == Some(task) && self.db.replays.len() == self.checker.replay_tasks {
+            return Ok(());
+        }
+        // Only when it fires: every other task made from the same letter.
+        let others: Vec<String> = self
+            .db
+            .tasks
+            .iter()
+            .filter(|row| row.replay_of == Some(letter) && row.id != task)
+            .map(|row| row.id.to_string())
+            .collect();
+        let filed = filed.map_or("nothing".to_string(), |t| t.to_string());
+        let mut entities = vec![task.to_string(), letter.to_string()];
+        entities.extend(others.iter().cloned());
+        Err(Fired {
+            invariant: "dead-letter-replayed-once",
+            message: format!(
+                "{task} was created as a replay of {letter}, which the replay map files under {filed}; \
+                 {} replay task(s) for {} replayed letter(s){}",
+                self.checker.replay_tasks,
+                self.db.replays.len(),
+                if others.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} replayed it already", others.join(", "))
+                }
+            ),
+            entities,
+        })
     }
 
     /// The quota is a ledger: what it charged is what it accepted. Every
