@@ -2869,6 +2869,44 @@ fn converges_fires_when_a_record_stays_parked_after_its_task_ended() {
     );
 }
 
+/// `converges` asks that every idempotency record be on its way out: in
+/// the retention index, parked on a task that works, or kept for a review.
+/// A record that fell out of all three (a terminal event that cleared the
+/// parked flag without filing the record again) never expires.
+#[test]
+fn converges_fires_when_a_record_is_on_no_way_out() {
+    let mut world = happy();
+    assert_eq!(world.convergence_failures(), Vec::<String>::new());
+    let key = world.db.task(TASK).key.clone();
+    let filed: Vec<(u64, Text)> = world
+        .db
+        .retention_index
+        .iter()
+        .filter(|(_, filed)| *filed == key)
+        .cloned()
+        .collect();
+    assert_eq!(filed.len(), 1, "the happy path files task-1's record once");
+    world.db.retention_index.remove(&filed[0]);
+    let failures = world.convergence_failures();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].starts_with(&format!("the idempotency record of {key} (committed at "))
+            && failures[0].ends_with("it never expires"),
+        "{failures:?}"
+    );
+    // Parked on a task that still works, it waits for that task's end.
+    world.db.task_mut(TASK).state.status = Status::Running;
+    world.db.task_mut(TASK).retention_parked = true;
+    assert!(
+        !world
+            .convergence_failures()
+            .iter()
+            .any(|failure| failure.ends_with("it never expires")),
+        "{:?}",
+        world.convergence_failures()
+    );
+}
+
 #[test]
 fn fires_semantic_key_unique() {
     // The completion restated under a new id at the next sequence, the

@@ -194,6 +194,39 @@ impl World {
                 self.now
             ));
         }
+        // Every record is on its way out: filed in the retention index,
+        // parked on its task while the task works, or kept for the human
+        // reviewing its task. One that is none of these is looked at by
+        // nothing again: its key stays bound past its TTL (a create of the
+        // same key and input is answered as a retry for ever) and its task
+        // is never compacted.
+        let filed: std::collections::BTreeSet<&crate::task::Text> =
+            self.db.retention_index.iter().map(|(_, key)| key).collect();
+        let stranded: Vec<String> = self
+            .db
+            .records()
+            .filter(|record| !filed.contains(&record.key))
+            .filter(|record| match record.answer {
+                Answer::Accepted(task) => {
+                    let row = self.db.task(task);
+                    let parked = row.retention_parked && !row.state.status.is_terminal();
+                    !parked && !self.db.in_review(task)
+                }
+                Answer::Refused(_) => true,
+            })
+            .map(|record| format!("{} (committed at {} ms)", record.key, record.committed_ms))
+            .collect();
+        if !stranded.is_empty() {
+            const NAMED: usize = 3;
+            let more = match stranded.len().saturating_sub(NAMED) {
+                0 => String::new(),
+                more => format!(" and {more} more"),
+            };
+            failures.push(format!(
+                "the idempotency record of {}{more} is in no retention index, parked on no working task and kept for no review: it never expires",
+                stranded[..stranded.len().min(NAMED)].join(", ")
+            ));
+        }
         // A record parked until its task ends is filed again by the task's
         // terminal event; one still parked once the task has ended is
         // looked at by nothing again, and keeps its key and its task for
