@@ -705,6 +705,37 @@ fn fires_stale_fill_refused() {
 }
 
 #[test]
+fn fires_cache_floor_kept() {
+    let mut world = happy();
+    let floor = CacheEntry::Tombstone { version: 2 };
+    // A write that found the tombstone of v2 and left `after`.
+    let wrote = |world: &mut World, after: Option<CacheEntry>| {
+        world.cache.entries.remove(TASK);
+        if let Some(after) = after {
+            world.cache.entries.insert(TASK, after);
+        }
+        Touched {
+            cache_writes: vec![(TASK, Some(floor))],
+            ..Touched::default()
+        }
+    };
+    // A later invalidation, or a view at the tombstone's version: kept.
+    let touched = wrote(&mut world, Some(CacheEntry::Tombstone { version: 3 }));
+    clean(&mut world, touched);
+    let current = CacheEntry::View {
+        status: world.db.task(TASK).state.status,
+        version: 2,
+    };
+    let touched = wrote(&mut world, Some(current));
+    clean(&mut world, touched);
+    // An eviction that dropped it, or a delete that lowered it.
+    let touched = wrote(&mut world, None);
+    fires(&mut world, touched, "cache-floor-kept");
+    let touched = wrote(&mut world, Some(CacheEntry::Tombstone { version: 1 }));
+    fires(&mut world, touched, "cache-floor-kept");
+}
+
+#[test]
 fn fires_invalidated_before_ack() {
     let mut world = happy();
     let modelled = world

@@ -213,6 +213,10 @@ pub const INVARIANTS: &[Invariant] = &[
         statement: "the projector acks (or lets go of) a delivery only when the cache shows its task at the version the projector's model holds or later, or not at all: a failed invalidation is retried before the ack, never dropped with the message that asked for it",
     },
     Invariant {
+        id: "cache-floor-kept",
+        statement: "a cache delete never lowers a task's version tombstone and an eviction never drops one (the cache evicts views only, README decisions): a tombstone gives way only to a view or a tombstone at its version or later, so a read that began before a write can never fill after its invalidation",
+    },
+    Invariant {
         id: "dead-letter-replayed-once",
         statement: "an operator's replay of a dead letter is idempotent by the letter's id: at most one task is ever created from one dead letter, and the letter stays filed under that task; replaying it again answers with that task",
     },

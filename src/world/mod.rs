@@ -103,6 +103,9 @@ pub struct Touched {
     /// delivery dropped): judged against the cache by
     /// `invalidated-before-ack`.
     pub projector_done: Vec<TaskId>,
+    /// Cache deletes and evictions, with the entry each found: judged by
+    /// `cache-floor-kept` (fills are judged through `fills`).
+    pub cache_writes: Vec<(TaskId, Option<stores::cache::CacheEntry>)>,
 }
 
 /// A worker that let go of its delivery mid-attempt, and why.
@@ -148,7 +151,7 @@ macro_rules! each_list {
         each_list!(@ $touched, $list, $each, tasks keys tokens entries cache
             projection created answers deliveries delivered inbox leases inbox_leases claims fills appends
             cancels commits let_go replays reviews dead_letter_reviews redriven client_sends
-            projector_done)
+            projector_done cache_writes)
     };
     (@ $touched:expr, $list:ident, $each:expr, $($name:ident)*) => {{
         let Touched { $($name),* } = $touched;

@@ -138,6 +138,8 @@ impl World {
         check_each!(cache, |task| self.check_cache(task));
         check_each!(fills, |(task, found)| self.check_fill(task, found));
         check_each!(projector_done, |task| self.check_invalidated(task));
+        check_each!(cache_writes, |(task, found)| self
+            .check_cache_floor(task, found));
         // A task listed again is counted again but judged once: nothing
         // the check reads changes in between, so it would find the same.
         for index in 0..self.touched.projection.len() {
@@ -780,6 +782,46 @@ impl World {
             });
         }
         Ok(())
+    }
+
+    /// cache-floor-kept: a version tombstone is the only thing that stops a
+    /// read that began before a write from filling after its invalidation,
+    /// so no delete lowers it and no eviction drops it; only a view or a
+    /// tombstone at its version or later replaces it.
+    fn check_cache_floor(
+        &self,
+        task: TaskId,
+        found: Option<crate::world::stores::cache::CacheEntry>,
+    ) -> Result<(), Fired> {
+        use crate::world::stores::cache::CacheEntry;
+        let Some(CacheEntry::Tombstone { version: floor }) = found else {
+            return Ok(());
+        };
+        let now = self.cache.get(task);
+        let kept = match now {
+            Some(CacheEntry::Tombstone { version } | CacheEntry::View { version, .. }) => {
+                version >= floor
+            }
+            None => false,
+        };
+        if kept {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "cache-floor-kept",
+            message: format!(
+                "the cache's tombstone of {task} v{floor} became {}: a read of an older version may now fill it",
+                match now {
+                    Some(CacheEntry::Tombstone { version }) => format!("a tombstone of v{version}"),
+                    Some(CacheEntry::View { version, .. }) => format!("a view of v{version}"),
+                    None => "nothing".to_string(),
+                }
+            ),
+            entities: vec![
+                task.to_string(),
+                crate::world::stores::cache::cache_key(task),
+            ],
+        })
     }
 
     /// invalidated-before-ack: the projector lets a delivery go only once

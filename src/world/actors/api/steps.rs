@@ -498,8 +498,12 @@ impl World {
             return Some(ApiPhase::Respond(Response::Status(None)));
         };
         self.rec.task = Some(task);
-        if self.fault(Site::CacheEvict) == Some(FaultKind::Evict) && self.cache.evict(task) {
-            self.touched.cache.push(task);
+        if self.fault(Site::CacheEvict) == Some(FaultKind::Evict) {
+            let found = self.cache.get(task);
+            if self.cache.evict(task) {
+                self.touched.cache.push(task);
+                self.touched.cache_writes.push((task, found));
+            }
         }
         match self.cache.get(task) {
             Some(crate::world::stores::cache::CacheEntry::View { status, version }) => {

@@ -302,6 +302,7 @@ impl World {
             self.projector.phase = ProjectorPhase::Invalidate { task, version };
             return;
         }
+        self.touched.cache_writes.push((task, self.cache.get(task)));
         self.cache.delete(task, version);
         if self.rec.outcome == "ok" {
             self.rec.outcome = "invalidated";
