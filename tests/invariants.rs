@@ -2586,6 +2586,23 @@ fn fires_redrive_only_transient() {
     };
     // Its code says the input needs a newer handler: poison.
     fires(&mut world, redriven(letter.id), "redrive-only-transient");
+    // A re-drive writes the letter's work again, for the same attempt, as
+    // its task's newest outbox row.
+    let resend = |world: &mut World, attempt: u32| {
+        use sim::world::stores::db::Payload;
+        let mut row = world
+            .db
+            .find_outbox(letter.message)
+            .expect("the work row")
+            .clone();
+        if let Payload::Work { attempt: sent, .. } = &mut row.payload {
+            *sent = attempt;
+        }
+        row.id = world.db.next_outbox_id();
+        world.db.task_mut(letter.task).outbox_rows.push(row.id);
+        world.db.insert_outbox(row);
+    };
+    resend(&mut world, 1);
     for code in [
         "DELIVERY_ATTEMPTS_EXHAUSTED",
         "STORE_UNAVAILABLE",
@@ -2600,6 +2617,11 @@ fn fires_redrive_only_transient() {
     fires(&mut world, redriven(letter.id), "redrive-only-transient");
     let unknown = sim::world::engine::ids::DeadLetterId(99);
     fires(&mut world, redriven(unknown), "redrive-only-transient");
+    // A transient letter re-driven as work for another attempt.
+    world.broker.dead_letters[0].error_code = "STORE_UNAVAILABLE";
+    clean(&mut world, redriven(letter.id));
+    resend(&mut world, 2);
+    fires(&mut world, redriven(letter.id), "redrive-only-transient");
 }
 
 /// A client sends one request at most `client_attempts_max` times, and

@@ -182,7 +182,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "redrive-only-transient",
-        statement: "the reconciler re-drives a dead letter only when its error code names a cause that passes by itself (delivery attempts exhausted, the store unavailable, a lease held): a poison letter waits for an operator's replay",
+        statement: "the reconciler re-drives a dead letter only when its error code names a cause that passes by itself (delivery attempts exhausted, the store unavailable, a lease held), and a work re-drive sends the letter's work again for the same attempt: a poison letter waits for an operator's replay",
     },
     Invariant {
         id: "append-answered-truly",

@@ -73,13 +73,56 @@ impl World {
             });
         };
         if TRANSIENT_CODES.contains(&letter.error_code) {
-            return Ok(());
+            return self.check_redriven_work(letter);
         }
         Err(Fired {
             invariant: "redrive-only-transient",
             message: format!(
                 "the reconciler re-drove {} of {} ({}), dead-lettered {}: not a cause that passes by itself",
                 letter.id, letter.task, letter.message, letter.error_code
+            ),
+            entities: vec![letter.task.to_string(), letter.message.to_string()],
+        })
+    }
+
+    /// A re-drive sends the dead-lettered work again: the row it writes
+    /// (its task's newest) asks for the attempt the letter's message did.
+    /// Another attempt names work no holder will find (a later one) or
+    /// that already ended (an earlier one), and the task waits for good.
+    fn check_redriven_work(
+        &self,
+        letter: &crate::world::stores::broker::DeadLetter,
+    ) -> Result<(), Fired> {
+        use crate::world::stores::db::Payload;
+        let Payload::Work {
+            attempt: lettered, ..
+        } = letter.payload
+        else {
+            return Ok(());
+        };
+        let written = self
+            .db
+            .find_task(letter.task)
+            .and_then(|row| row.outbox_rows.last())
+            .and_then(|id| self.db.find_outbox(*id))
+            .map(|row| match row.payload {
+                Payload::Work { attempt, .. } => Some(attempt),
+                Payload::Event(_) => None,
+            });
+        if written == Some(Some(lettered)) {
+            return Ok(());
+        }
+        Err(Fired {
+            invariant: "redrive-only-transient",
+            message: format!(
+                "the reconciler re-drove {} of {} (attempt {lettered}) but its newest outbox row is {}",
+                letter.id,
+                letter.task,
+                match written {
+                    Some(Some(attempt)) => format!("work for attempt {attempt}"),
+                    Some(None) => "an event, not work".to_string(),
+                    None => "missing".to_string(),
+                }
             ),
             entities: vec![letter.task.to_string(), letter.message.to_string()],
         })
