@@ -217,14 +217,9 @@ impl World {
             .map(|record| format!("{} (committed at {} ms)", record.key, record.committed_ms))
             .collect();
         if !stranded.is_empty() {
-            const NAMED: usize = 3;
-            let more = match stranded.len().saturating_sub(NAMED) {
-                0 => String::new(),
-                more => format!(" and {more} more"),
-            };
             failures.push(format!(
-                "the idempotency record of {}{more} is in no retention index, parked on no working task and kept for no review: it never expires",
-                stranded[..stranded.len().min(NAMED)].join(", ")
+                "the idempotency record of {} is in no retention index, parked on no working task and kept for no review: it never expires",
+                first_few(&stranded)
             ));
         }
         // A record parked until its task ends is filed again by the task's
@@ -257,14 +252,9 @@ impl World {
         // One line, however many: a compaction that never happens leaves
         // every task of a long run behind.
         if !kept.is_empty() {
-            const NAMED: usize = 3;
-            let more = match kept.len().saturating_sub(NAMED) {
-                0 => String::new(),
-                more => format!(" and {more} more"),
-            };
             failures.push(format!(
-                "{}{more} settled, its idempotency record expired, but never compacted",
-                kept[..kept.len().min(NAMED)].join(", ")
+                "{} settled, its idempotency record expired, but never compacted",
+                first_few(&kept)
             ));
         }
         // Compaction drops what it compacts: no outbox row of a compacted
@@ -318,5 +308,16 @@ impl World {
             .chain(world)
             .filter_map(|(table, failure)| Some(format!("the {table} table {}", failure?)))
             .collect()
+    }
+}
+
+/// The first three of `items`, and how many more: one line however many
+/// a run leaves behind.
+fn first_few(items: &[String]) -> String {
+    const NAMED: usize = 3;
+    let named = items[..items.len().min(NAMED)].join(", ");
+    match items.len().saturating_sub(NAMED) {
+        0 => named,
+        more => format!("{named} and {more} more"),
     }
 }
