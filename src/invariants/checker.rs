@@ -546,6 +546,10 @@ impl Checker {
                     landed.0.as_str(),
                     landed.1
                 )),
+                (Ok(_), Some(_)) => match &verdict {
+                    Transition::Accepted { next, .. } => lifecycle::holder_misfit(next),
+                    Transition::Rejected { .. } => None,
+                },
                 _ => None,
             };
             if let Some(why) = illegal {

@@ -166,7 +166,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "lifecycle-legal",
-        statement: "every accepted event is a row of lesson 003's state table from the status before it (a start names the next attempt; completions and failures the current one; a completion needs a verified artifact and, under cancel-wins, no pending cancellation; a cancel confirmation needs reconciled effects), and leads to the status and attempt that row names",
+        statement: "every accepted event is a row of lesson 003's state table from the status before it (a start names the next attempt; completions and failures the current one; a completion needs a verified artifact and, under cancel-wins, no pending cancellation; a cancel confirmation needs reconciled effects), and leads to the status and attempt that row names, with a worker and a lease deadline exactly while an attempt holds the task (running or cancelling)",
     },
     Invariant {
         id: "poison-judged-by-its-handler",

@@ -84,3 +84,55 @@ pub fn lesson_allows(
         _ => Err("the table has no such transition from this status"),
     }
 }
+
+/// The table's other column: a task names a worker and a lease deadline
+/// while an attempt holds it (running, or cancelling with the attempt
+/// still out), and no one in any other status. A start sets them, a
+/// cancellation request keeps them, and every way out of the attempt
+/// clears them. Why the state after an event breaks that, if it does.
+pub fn holder_misfit(after: &TaskState) -> Option<String> {
+    let held = matches!(after.status, Status::Running | Status::Cancelling);
+    let (worker, lease) = (
+        after.worker_id.is_some(),
+        after.lease_until_epoch_ms.is_some(),
+    );
+    if worker == held && lease == held {
+        return None;
+    }
+    let named = match (worker, lease) {
+        (true, true) => "a worker and a lease deadline",
+        (true, false) => "a worker but no lease deadline",
+        (false, true) => "a lease deadline but no worker",
+        (false, false) => "no worker and no lease deadline",
+    };
+    Some(format!(
+        "it leaves a {} task naming {named}",
+        after.status.as_str()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holder_misfit;
+    use crate::task::{Status, Text, initial_state};
+
+    #[test]
+    fn only_an_attempt_in_hand_names_its_holder() {
+        let mut state = initial_state(Text::from("task-1"));
+        assert_eq!(holder_misfit(&state), None, "queued, no one holds it");
+        state.status = Status::Running;
+        assert!(holder_misfit(&state).is_some(), "running with no holder");
+        state.worker_id = Some(Text::from("worker-1"));
+        state.lease_until_epoch_ms = Some(1_500);
+        assert_eq!(holder_misfit(&state), None);
+        state.status = Status::Cancelling;
+        assert_eq!(holder_misfit(&state), None, "a cancellation keeps it");
+        // A completion that cleared the worker but kept the deadline.
+        state.status = Status::Completed;
+        state.worker_id = None;
+        assert_eq!(
+            holder_misfit(&state).as_deref(),
+            Some("it leaves a completed task naming a lease deadline but no worker")
+        );
+    }
+}
