@@ -534,23 +534,20 @@ impl Checker {
             // The table first: an event it refuses is judged illegal
             // whatever the code under test folded it to.
             let landed = match &verdict {
-                Transition::Accepted { next, .. } => Some((next.status, next.attempt)),
+                Transition::Accepted { next, .. } => Some(next),
                 Transition::Rejected { .. } => None,
             };
             let illegal = match (allowed, landed) {
                 (Err(why), _) => Some(why.to_string()),
-                (Ok(row), Some(landed)) if landed != row => Some(format!(
+                (Ok(row), Some(next)) if (next.status, next.attempt) != row => Some(format!(
                     "it should lead to {} (attempt {}), not {} (attempt {})",
                     row.0.as_str(),
                     row.1,
-                    landed.0.as_str(),
-                    landed.1
+                    next.status.as_str(),
+                    next.attempt
                 )),
-                (Ok(_), Some(_)) => match &verdict {
-                    Transition::Accepted { next, .. } => lifecycle::holder_misfit(next),
-                    Transition::Rejected { .. } => None,
-                },
-                _ => None,
+                (Ok(_), Some(next)) => lifecycle::holder_misfit(next),
+                (Ok(_), None) => None,
             };
             if let Some(why) = illegal {
                 let from = replay.status.as_str();

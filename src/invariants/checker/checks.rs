@@ -853,9 +853,11 @@ impl World {
 
     /// stale-fill-refused: a fill stores no view older than the entry it
     /// found, an invalidation's tombstone or a newer view. A fill into an
-    /// absent entry (never filled, or evicted) is not judged: eviction may
-    /// drop a tombstone at any time (DESIGN), and nothing durable is left
-    /// to compare with.
+    /// absent entry (never filled, or its view evicted) is not judged:
+    /// a view that replaced a tombstone at its version may be evicted
+    /// (DESIGN: keys may be evicted at any time), and nothing durable is
+    /// left to compare with. That no tombstone itself is dropped is
+    /// `cache-floor-kept`'s.
     fn check_fill(
         &self,
         task: TaskId,
