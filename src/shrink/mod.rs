@@ -975,40 +975,38 @@ fn landmark_of(
     key_of: &dyn Fn(&Record) -> Option<Text>,
 ) -> Landmark {
     let anchor = &records[index];
-    let key = key_of(anchor);
-    let same_step = |record: &&Record| {
-        record.actor.kind == anchor.actor.kind
-            && record.action() == anchor.action()
-            && key_of(record) == key
-    };
-    let kind_ordinal = records[..=index].iter().filter(same_step).count();
-    let ordinal = records[..=index]
-        .iter()
-        .filter(same_step)
-        .filter(|record| record.actor == anchor.actor)
-        .count();
-    Landmark {
+    let mut landmark = Landmark {
         actor: anchor.actor,
         action: anchor.action(),
-        key,
-        ordinal,
-        kind_ordinal,
+        key: key_of(anchor),
+        ordinal: 0,
+        kind_ordinal: 0,
+    };
+    for record in &records[..=index] {
+        if landmark.is_step(record, key_of) {
+            landmark.kind_ordinal += 1;
+            landmark.ordinal += usize::from(record.actor == anchor.actor);
+        }
     }
+    landmark
 }
 
 impl Landmark {
+    /// Whether `record` is the landmark's step, taken by any actor of its
+    /// kind.
+    fn is_step(&self, record: &Record, key_of: &dyn Fn(&Record) -> Option<Text>) -> bool {
+        record.actor.kind == self.actor.kind
+            && record.action() == self.action
+            && key_of(record) == self.key
+    }
+
     /// Where the landmark is in `records`: the same actor's step if it
     /// took it, else the same step of another actor of its kind.
     fn find(&self, records: &[Record], key_of: &dyn Fn(&Record) -> Option<Text>) -> Option<usize> {
-        let same_step = |record: &Record| {
-            record.actor.kind == self.actor.kind
-                && record.action() == self.action
-                && key_of(record) == self.key
-        };
         let nth_where = |wanted: usize, also: &dyn Fn(&Record) -> bool| {
             let mut seen = 0;
             records.iter().position(|record| {
-                let same = same_step(record) && also(record);
+                let same = self.is_step(record, key_of) && also(record);
                 seen += usize::from(same);
                 same && seen == wanted
             })
