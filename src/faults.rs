@@ -52,6 +52,7 @@ pub enum FaultKind {
     Crash,
     Outage,
     Pause,
+    UntilTakeover,
     Spike,
 }
 
@@ -125,7 +126,7 @@ impl Site {
             Site::Crash => &[Crash],
             Site::BrokerPublish => &[Lost],
             Site::StoreOutage | Site::BrokerOutage => &[Outage],
-            Site::Pause => &[Pause],
+            Site::Pause => &[Pause, UntilTakeover],
             Site::Latency => &[Spike],
         }
     }
@@ -158,6 +159,7 @@ impl FaultKind {
             FaultKind::Crash => "crash",
             FaultKind::Outage => "outage",
             FaultKind::Pause => "pause",
+            FaultKind::UntilTakeover => "until-takeover",
             FaultKind::Spike => "spike",
         }
     }
@@ -491,7 +493,21 @@ impl Injector {
         let focus_ppm = self.focus_ppm(site, actor);
         if chosen.is_none() && self.any_random {
             for (slot, kind) in site.kinds().iter().enumerate() {
-                let ppm = self.rates[site.index()][slot].max(focus_ppm);
+                // An aimed pause is a plain pause, or one until a takeover
+                // in a world that draws those at all: a world without them
+                // draws exactly what it drew before they were added.
+                // A pause until a takeover is drawn only for actors that
+                // hold what another can take over (a task's lease, a
+                // message, an outbox row's claim).
+                if *kind == FaultKind::UntilTakeover && !actor.kind.holds_leases() {
+                    continue;
+                }
+                let own = self.rates[site.index()][slot];
+                let ppm = if slot == 0 || own > 0 {
+                    own.max(focus_ppm)
+                } else {
+                    own
+                };
                 if ppm > 0 && self.rng.chance(ppm) {
                     chosen = Some(*kind);
                     break;

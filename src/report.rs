@@ -44,7 +44,7 @@ pub const SOMETIMES: [&str; 12] = [
 /// fires, a path no longer taken, a replay that silently does nothing) is
 /// caught even where no invariant breaks. `tests/layout.rs` keeps this
 /// list and the names in `src/world/` the same.
-pub const SITUATIONS: [&str; 60] = [
+pub const SITUATIONS: [&str; 61] = [
     "ack-lost-in-broker-outage",
     "actor-paused",
     "altered-event-refetched",
@@ -81,6 +81,7 @@ pub const SITUATIONS: [&str; 60] = [
     "inbox-lease-held",
     "lease-expired-fenced",
     "outbox-republished",
+    "pause-ended-by-takeover",
     "poison-dead-letter-owed",
     "poison-dead-lettered",
     "projection-rebuilt",

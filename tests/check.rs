@@ -90,7 +90,7 @@ fn a_small_search_keeps_its_counts() {
             .join("\n")
     );
     insta::assert_snapshot!(summary, @r"
-    ended Exhausted, 19082 states, 32900 transitions, depth 103, 73 quiet
+    ended Exhausted, 21641 states, 37519 transitions, depth 103, 86 quiet
     ack-lost-in-broker-outage
     actor-paused
     altered-event-refetched

@@ -303,7 +303,7 @@ const CAUGHT_BY: [(&str, &str); 25] = [
     ("unverified-compensation", "no-visible-corrupt-artifact"),
     ("ack-before-process", "converges"),
     ("unbounded-requeue", "bounded-deliveries"),
-    ("blind-status-write", "event-id-unique"),
+    ("blind-status-write", "terminal-never-reopens"),
     ("no-terminal-guard", "terminal-never-reopens"),
     ("skip-sequence-gaps", "converges"),
     ("trust-snapshot", "projection-consistent"),

@@ -607,17 +607,17 @@ mod tests {
     }
 
     /// Two runs of a seed end alike; a run that went another way (another
-    /// seed, a step fewer, one count apart) does not.
+    /// seed, a shorter budget, one count apart) does not.
     #[test]
     fn same_ending_tells_a_run_that_went_another_way() {
-        let first = ran(3, 3_000);
-        assert!(same_ending(&first, &ran(3, 3_000)));
-        assert!(!same_ending(&first, &ran(4, 3_000)));
-        assert!(!same_ending(&first, &ran(3, 2_999)));
-        let mut counted = ran(3, 3_000);
+        let first = ran(3, 2_000);
+        assert!(same_ending(&first, &ran(3, 2_000)));
+        assert!(!same_ending(&first, &ran(4, 2_000)));
+        assert!(!same_ending(&first, &ran(3, 1_000)));
+        let mut counted = ran(3, 2_000);
         counted.counters.idle_wakes += 1;
         assert!(!same_ending(&first, &counted));
-        let mut reached = ran(3, 3_000);
+        let mut reached = ran(3, 2_000);
         *reached
             .counters
             .sometimes
@@ -625,13 +625,13 @@ mod tests {
             .or_insert(0) += 1;
         assert!(!same_ending(&first, &reached));
         // Only the last record differs.
-        let mut recorded = ran(3, 3_000);
+        let mut recorded = ran(3, 2_000);
         let mut last = recorded.trace.last().expect("a step was taken").clone();
         last.outcome = "went-another-way";
         recorded.trace.push(&last);
         assert_eq!(recorded.steps, first.steps);
         assert!(!same_ending(&first, &recorded));
-        let mut injected = ran(3, 3_000);
+        let mut injected = ran(3, 2_000);
         injected.faults.injected.pop();
         assert!(!same_ending(&first, &injected));
     }

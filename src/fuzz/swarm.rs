@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::config::Config;
-use crate::faults::{FaultRates, PauseFocus, Site, catalogue};
+use crate::faults::{FaultKind, FaultRates, PauseFocus, Site, catalogue};
 use crate::prng::{Prng, Stream};
 use crate::task::Policy;
 use crate::world::engine::step::{Action, STEP_NAMES, Verb};
@@ -130,7 +130,12 @@ pub fn draw(seed: u64) -> Draw {
     config.idempotency_ttl_ms = rng.range(30, 120) * 1000;
     let mut rates = FaultRates::none();
     let mut draw_rates = |rng: &mut Prng, later: bool| {
-        for (index, (site, _)) in catalogue().into_iter().enumerate() {
+        for (index, (site, kind)) in catalogue().into_iter().enumerate() {
+            // Drawn after the rest (below), so that the draws before it
+            // keep their values.
+            if kind == FaultKind::UntilTakeover {
+                continue;
+            }
             if LATER_SITES.contains(&site) == later && rng.chance(500_000) {
                 let menu = rates_for(site);
                 rates.ppm[index] = menu[rng.index(menu.len())];
@@ -173,6 +178,15 @@ pub fn draw(seed: u64) -> Draw {
     // after the rest.
     if rng.chance(500_000) {
         rates.pause_focus = Some(draw_pause_focus(&mut rng));
+    }
+    // Half the worlds also pause actors until a takeover. Drawn after the
+    // rest.
+    if rng.chance(500_000) {
+        let index = catalogue()
+            .iter()
+            .position(|pair| *pair == (Site::Pause, FaultKind::UntilTakeover))
+            .expect("until-takeover is in the catalogue");
+        rates.ppm[index] = PAUSE_RATES[rng.index(PAUSE_RATES.len())];
     }
     Draw { config, rates, mix }
 }

@@ -868,6 +868,7 @@ impl World {
             life.poke_at.forget();
             // A crash ends a pause or a spike: what comes back is new.
             life.paused_until = 0;
+            life.thaw_at_takeover = false;
             life.slow_until = 0;
         }
         // And an aimed pause still owed for the step it crashed after.

@@ -6,9 +6,24 @@
 
 use crate::faults::{FaultKind, Site};
 use crate::world::World;
-use crate::world::engine::ids::{ActorId, ActorKind};
+use crate::world::actors::publisher::PublisherPhase;
+use crate::world::actors::reconciler::ReconcilerPhase;
+use crate::world::engine::ids::{ActorId, ActorKind, OutboxId, TaskId};
+use crate::world::engine::life::Life;
 use crate::world::engine::schedule::Wake;
 use crate::world::engine::step::Verb;
+
+/// What a takeover takes from a paused holder (`World::taken_over`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// A task's lease on its attempt (a worker's or a fence's).
+    TaskLease(TaskId),
+    /// A message: another worker registers a delivery of it (taking its
+    /// inbox row's lease, or finding the row settled).
+    Message(OutboxId),
+    /// A publisher's claim on an outbox row.
+    Claim(OutboxId),
+}
 
 /// A component an `outage` can take down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,24 +76,27 @@ impl World {
             life.slow_until = now + length;
             life.slow_factor = factor;
         }
-        if self.faults.at(Site::Pause, actor, step) != Some(FaultKind::Pause) {
-            return None;
-        }
-        // Half the pauses are short (a collection, a hiccup), half long
-        // enough to outlive every lease and visibility timeout the actor
-        // may hold.
+        let kind = self.faults.at(Site::Pause, actor, step)?;
+        let until_takeover = kind == FaultKind::UntilTakeover;
+        // Half the plain pauses are short (a collection, a hiccup), half
+        // long enough to outlive every lease and visibility timeout the
+        // actor may hold. A pause until a takeover is long, but ends just
+        // after another holder takes over what the actor holds (see
+        // `taken_over`): a long pause's end falls anywhere in seconds, and
+        // the moment it must hit to show a stale holder's slip, while the
+        // new holder's lease is live, lasts a few steps.
         let longest = self.longest_wait();
-        let length = if self.faults.parameter(0, 1) == 0 {
+        let length = if !until_takeover && self.faults.parameter(0, 1) == 0 {
             self.faults.parameter(1, 50)
         } else {
             self.faults.parameter(longest / 2, 2 * longest)
         };
         let until = now + length;
-        self.life_mut(actor)
-            .expect("an actor of this world")
-            .paused_until = until;
+        let life = self.life_mut(actor).expect("an actor of this world");
+        life.paused_until = until;
+        life.thaw_at_takeover = until_takeover;
         self.begin(actor, Verb::Pause);
-        self.rec.fault = Some((Site::Pause, FaultKind::Pause));
+        self.rec.fault = Some((Site::Pause, kind));
         self.rec.outcome = "paused";
         self.sometimes("actor-paused");
         if actor.kind == ActorKind::Worker && self.workers[actor.index as usize].job.is_some() {
@@ -89,6 +107,68 @@ impl World {
         self.requeue(wake, actor, at, until);
         self.finish();
         Some(true)
+    }
+
+    /// Another holder (`taker`'s `incarnation`) has just taken `held`:
+    /// an actor frozen by a pause until a takeover that holds it thaws a
+    /// few milliseconds from now, while the new holder's lease is live,
+    /// and resumes with what it had in hand, as a process does whose
+    /// collector lets go of it just after another took its place.
+    pub(in crate::world) fn taken_over(&mut self, held: Held, taker: ActorId, incarnation: u32) {
+        let now = self.now;
+        let watching = |life: &Life| life.thaw_at_takeover && life.paused_until > now;
+        let mut thawing: Option<ActorId> = None;
+        for (index, worker) in self.workers.iter().enumerate() {
+            let holds = worker.job.as_ref().is_some_and(|job| match held {
+                Held::TaskLease(task) => job.task == task,
+                Held::Message(message) => job.delivery.message == message,
+                Held::Claim(_) => false,
+            });
+            if holds && watching(&worker.life) {
+                thawing = Some(ActorId::new(ActorKind::Worker, index as u16));
+            }
+        }
+        if let Held::Claim(row) = held {
+            for (index, publisher) in self.publishers.iter().enumerate() {
+                let holds = !matches!(publisher.phase, PublisherPhase::Idle)
+                    && publisher.claimed.contains(&row);
+                if holds && watching(&publisher.life) {
+                    thawing = Some(ActorId::new(ActorKind::Publisher, index as u16));
+                }
+            }
+        }
+        if let (Held::TaskLease(task), ReconcilerPhase::Fence(fence)) =
+            (held, &self.reconciler.phase)
+            && fence.task == task
+            && watching(&self.reconciler.life)
+        {
+            thawing = Some(ActorId::RECONCILER);
+        }
+        // One holder at a time holds a lease live; the taker is never the
+        // one thawed (a renewal is not a takeover).
+        let Some(actor) =
+            thawing.filter(|actor| *actor != taker || self.life(*actor).incarnation != incarnation)
+        else {
+            return;
+        };
+        let delay = self.faults.parameter(0, 2);
+        let at = now + delay;
+        let life = self.life_mut(actor).expect("an actor of this world");
+        let until = life.paused_until;
+        let wake = Wake::Continue {
+            actor,
+            incarnation: life.incarnation,
+        };
+        life.paused_until = at;
+        life.thaw_at_takeover = false;
+        // The busy actor's one step, held back to the pause's end, moves
+        // to the thaw. Not found there, it is still queued at its own
+        // time, before the pause's end, and `hold_back` sends it to
+        // `paused_until`, which is now the thaw.
+        if self.queue.remove(until, wake) {
+            self.queue.push(at, wake);
+        }
+        self.sometimes("pause-ended-by-takeover");
     }
 
     /// The longest lease, visibility or client timeout of this world.

@@ -71,6 +71,16 @@ impl ActorKind {
                 | ActorKind::Reconciler
         )
     }
+
+    /// Actors that hold what another may take over once it runs out: a
+    /// worker (a task's lease, a message), a publisher (outbox claims), the
+    /// reconciler (a fence's lease). What `pause/until-takeover` freezes.
+    pub fn holds_leases(self) -> bool {
+        matches!(
+            self,
+            ActorKind::Publisher | ActorKind::Worker | ActorKind::Reconciler
+        )
+    }
 }
 
 /// One actor: its kind and, for numbered kinds, its 0-based index

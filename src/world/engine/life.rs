@@ -11,6 +11,9 @@ pub struct Life {
     pub poke_at: QueuedAt,
     /// A `pause` fault froze the actor until then: its wakes wait.
     pub paused_until: u64,
+    /// The pause is an `until-takeover` one: it ends early, just after
+    /// another holder takes over a lease or claim the actor holds.
+    pub thaw_at_takeover: bool,
     /// A latency `spike` multiplies the delays before its next steps by
     /// `slow_factor` until then.
     pub slow_until: u64,
@@ -58,6 +61,7 @@ impl Life {
             incarnation: 1,
             poke_at: QueuedAt::default(),
             paused_until: 0,
+            thaw_at_takeover: false,
             slow_until: 0,
             slow_factor: 1,
         }

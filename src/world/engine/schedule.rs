@@ -183,6 +183,39 @@ impl Schedule {
         &mut self.far[index].1
     }
 
+    /// Removes the first `wake` queued at `at`, if there is one there
+    /// (what moves a paused actor's held step to an earlier thaw). It
+    /// looks where `push` would have put it: a wake never moves from the
+    /// window back to the far blocks.
+    pub fn remove(&mut self, at: u64, wake: Wake) -> bool {
+        if at < self.start {
+            return false;
+        }
+        let block = at / BLOCK;
+        if block < self.base + 2 {
+            let bucket = (at % WINDOW) as usize;
+            let Some(index) = self.near[bucket].iter().position(|queued| *queued == wake) else {
+                return false;
+            };
+            self.remove_near(bucket, index);
+            return true;
+        }
+        let Ok(index) = self.far.binary_search_by_key(&block, |(b, _)| *b) else {
+            return false;
+        };
+        let list = &mut self.far[index].1;
+        let Some(position) = list.iter().position(|queued| *queued == (at, wake)) else {
+            return false;
+        };
+        list.remove(position);
+        if list.is_empty() {
+            let (_, list) = self.far.remove(index).expect("found above");
+            self.spare.push(list);
+            self.recent = 0;
+        }
+        true
+    }
+
     /// The earliest wake and its time.
     pub fn pop(&mut self) -> Option<(u64, Wake)> {
         let (at, bucket) = self.slide_to_first_due()?;

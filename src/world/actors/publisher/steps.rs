@@ -5,7 +5,7 @@ use crate::mutants::Mutant;
 use crate::world::World;
 use crate::world::engine::ids::{ActorId, ActorKind};
 use crate::world::engine::step::Verb;
-use crate::world::windows::Component;
+use crate::world::windows::{Component, Held};
 
 use super::*;
 
@@ -70,6 +70,7 @@ impl World {
             {
                 // Its claim by another publisher ran out: both may publish.
                 self.race("two publishers on one outbox row");
+                self.taken_over(Held::Claim(id), actor, incarnation);
             }
             let row = self.db.outbox_row_mut(id);
             let replaced = row.lease.replace((actor, incarnation, until));

@@ -9,6 +9,7 @@ use crate::world::World;
 use crate::world::actors::fence::{Fence, FencePurpose};
 use crate::world::engine::ids::OutboxId;
 use crate::world::stores::db::{InboxLease, InboxRow, InboxState, ProcessResult, ReviewReason};
+use crate::world::windows::Held;
 
 use super::*;
 
@@ -22,6 +23,7 @@ impl World {
         let now = self.now;
         let (actor, incarnation) = self.worker_holder();
         let message = job.delivery.message;
+        self.taken_over(Held::Message(message), actor, incarnation);
         let hash = job.delivery.payload_sha256;
         let lease = Some(InboxLease {
             holder: actor,

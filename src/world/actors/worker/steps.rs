@@ -9,6 +9,7 @@ use crate::world::engine::ids::{ActorId, ActorKind, TaskId};
 use crate::world::engine::step::Verb;
 use crate::world::stores::db::{EffectKind, Lease, Payload, Token};
 use crate::world::stores::store::Version;
+use crate::world::windows::Held;
 
 use super::*;
 
@@ -269,6 +270,7 @@ impl World {
         let replaced = self.db.task(task).lease;
         self.touched.leases.push((task, replaced));
         self.db.set_lease(task, Some(lease));
+        self.taken_over(Held::TaskLease(task), holder, incarnation);
     }
 
     /// Drops `task`'s lease (its attempt ended, or a human owns it now),
