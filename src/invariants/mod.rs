@@ -214,7 +214,7 @@ pub const INVARIANTS: &[Invariant] = &[
     },
     Invariant {
         id: "cache-floor-kept",
-        statement: "a cache delete never lowers a task's version tombstone and an eviction never drops one (the cache evicts views only, README decisions): a tombstone gives way only to a view or a tombstone at its version or later, so a read that began before a write can never fill after its invalidation",
+        statement: "a cache delete or eviction never lowers a task's version floor, the version of the entry it found (a tombstone's or a view's): it leaves an entry at that version or later (an eviction drops a view's value and keeps its version, README decisions), so a read that began before a write can never fill after its invalidation or an eviction",
     },
     Invariant {
         id: "dead-letter-replayed-once",

@@ -794,8 +794,11 @@ impl World {
         found: Option<crate::world::stores::cache::CacheEntry>,
     ) -> Result<(), Fired> {
         use crate::world::stores::cache::CacheEntry;
-        let Some(CacheEntry::Tombstone { version: floor }) = found else {
-            return Ok(());
+        // The floor is the version of the entry found, a view's as much as
+        // a tombstone's: a fill below either is refused.
+        let floor = match found {
+            Some(CacheEntry::Tombstone { version } | CacheEntry::View { version, .. }) => version,
+            None => return Ok(()),
         };
         let now = self.cache.get(task);
         let kept = match now {
@@ -810,7 +813,7 @@ impl World {
         Err(Fired {
             invariant: "cache-floor-kept",
             message: format!(
-                "the cache's tombstone of {task} v{floor} became {}: a read of an older version may now fill it",
+                "the cache's floor of {task} at v{floor} became {}: a read of an older version may now fill it",
                 match now {
                     Some(CacheEntry::Tombstone { version }) => format!("a tombstone of v{version}"),
                     Some(CacheEntry::View { version, .. }) => format!("a view of v{version}"),
