@@ -493,15 +493,15 @@ impl Injector {
         let focus_ppm = self.focus_ppm(site, actor);
         if chosen.is_none() && self.any_random {
             for (slot, kind) in site.kinds().iter().enumerate() {
-                // An aimed pause is a plain pause, or one until a takeover
-                // in a world that draws those at all: a world without them
-                // draws exactly what it drew before they were added.
                 // A pause until a takeover is drawn only for actors that
                 // hold what another can take over (a task's lease, a
                 // message, an outbox row's claim).
                 if *kind == FaultKind::UntilTakeover && !actor.kind.holds_leases() {
                     continue;
                 }
+                // An aimed pause is a plain pause, or one until a takeover
+                // in a world that draws those at all: a world without them
+                // draws exactly what it drew before they were added.
                 let own = self.rates[site.index()][slot];
                 let ppm = if slot == 0 || own > 0 {
                     own.max(focus_ppm)

@@ -409,6 +409,38 @@ mod tests {
         );
     }
 
+    /// `remove` finds a wake where `push` put it, near or far, and only
+    /// there: the wakes left pop in order, and a wrong time or a wake not
+    /// queued removes nothing.
+    #[test]
+    fn remove_takes_one_wake_at_its_time_and_leaves_the_rest_in_order() {
+        let mut schedule = Schedule::default();
+        let far = 50 * BLOCK + 7;
+        for (at, index) in [(3, 0), (3, 1), (far, 2), (far, 3), (far + 1, 4), (9, 5)] {
+            schedule.push(at, Wake::Issue(index));
+        }
+        assert!(!schedule.remove(4, Wake::Issue(0)), "not queued at 4");
+        assert!(!schedule.remove(far, Wake::Issue(4)), "queued at far + 1");
+        assert!(!schedule.remove(3, Wake::Issue(9)), "never queued");
+        assert!(schedule.remove(3, Wake::Issue(0)));
+        assert!(schedule.remove(far, Wake::Issue(3)));
+        assert!(schedule.remove(far + 1, Wake::Issue(4)));
+        schedule.push(far - 1, Wake::Issue(6));
+        let mut popped = Vec::new();
+        while let Some(entry) = schedule.pop() {
+            popped.push(entry);
+        }
+        assert_eq!(
+            popped,
+            [
+                (3, Wake::Issue(1)),
+                (9, Wake::Issue(5)),
+                (far - 1, Wake::Issue(6)),
+                (far, Wake::Issue(2)),
+            ]
+        );
+    }
+
     /// A small deterministic stream of draws for the reference-model tests.
     fn draws(seed: u64) -> impl FnMut() -> u64 {
         let mut state = seed;
