@@ -796,17 +796,11 @@ impl World {
         use crate::world::stores::cache::CacheEntry;
         // The floor is the version of the entry found, a view's as much as
         // a tombstone's: a fill below either is refused.
-        let floor = match found {
-            Some(CacheEntry::Tombstone { version } | CacheEntry::View { version, .. }) => version,
-            None => return Ok(()),
+        let Some(floor) = found.map(|entry| entry.version()) else {
+            return Ok(());
         };
         let now = self.cache.get(task);
-        let kept = match now {
-            Some(CacheEntry::Tombstone { version } | CacheEntry::View { version, .. }) => {
-                version >= floor
-            }
-            None => false,
-        };
+        let kept = now.is_some_and(|entry| entry.version() >= floor);
         if kept {
             return Ok(());
         }
@@ -871,10 +865,7 @@ impl World {
         else {
             return Ok(());
         };
-        let floor = match before {
-            CacheEntry::View { version, .. } | CacheEntry::Tombstone { version } => version,
-        };
-        if version >= floor {
+        if version >= before.version() {
             return Ok(());
         }
         Err(Fired {

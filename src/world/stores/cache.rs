@@ -15,6 +15,16 @@ pub enum CacheEntry {
     Tombstone { version: i64 },
 }
 
+impl CacheEntry {
+    /// The version a fill must reach to replace this entry: a view's
+    /// own, or a tombstone's floor.
+    pub fn version(&self) -> i64 {
+        match *self {
+            CacheEntry::View { version, .. } | CacheEntry::Tombstone { version } => version,
+        }
+    }
+}
+
 /// Outcome of a fill.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Fill {
@@ -66,11 +76,10 @@ impl Cache {
     /// version of the entry there (a tombstone's, or a view's that a reader
     /// filled from a database ahead of the projector).
     pub fn delete(&mut self, task: TaskId, version: i64) {
-        let floor = self.entries.get(task).map_or(version, |e| match e {
-            CacheEntry::Tombstone { version: v } | CacheEntry::View { version: v, .. } => {
-                (*v).max(version)
-            }
-        });
+        let floor = self
+            .entries
+            .get(task)
+            .map_or(version, |entry| entry.version().max(version));
         self.entries
             .insert(task, CacheEntry::Tombstone { version: floor });
     }
