@@ -109,12 +109,13 @@ impl World {
         Some(true)
     }
 
-    /// Another holder (`taker`'s `incarnation`) has just taken `held`:
-    /// an actor frozen by a pause until a takeover that holds it thaws a
-    /// few milliseconds from now, while the new holder's lease is live,
-    /// and resumes with what it had in hand, as a process does whose
-    /// collector lets go of it just after another took its place.
-    pub(in crate::world) fn taken_over(&mut self, held: Held, taker: ActorId, incarnation: u32) {
+    /// The actor stepping now has just taken `held`: an actor frozen by a
+    /// pause until a takeover that holds it thaws a few milliseconds from
+    /// now, while the new holder's lease is live, and resumes with what it
+    /// had in hand, as a process does whose collector lets go of it just
+    /// after another took its place. The taker is never the one thawed: a
+    /// paused actor takes no step, so a renewal is never a takeover.
+    pub(in crate::world) fn taken_over(&mut self, held: Held) {
         let now = self.now;
         let watching = |life: &Life| life.thaw_at_takeover && life.paused_until > now;
         let mut thawing: Option<ActorId> = None;
@@ -144,11 +145,7 @@ impl World {
         {
             thawing = Some(ActorId::RECONCILER);
         }
-        // One holder at a time holds a lease live; the taker is never the
-        // one thawed (a renewal is not a takeover).
-        let Some(actor) =
-            thawing.filter(|actor| *actor != taker || self.life(*actor).incarnation != incarnation)
-        else {
+        let Some(actor) = thawing else {
             return;
         };
         let delay = self.faults.parameter(0, 2);

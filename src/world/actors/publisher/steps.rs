@@ -70,7 +70,7 @@ impl World {
             {
                 // Its claim by another publisher ran out: both may publish.
                 self.race("two publishers on one outbox row");
-                self.taken_over(Held::Claim(id), actor, incarnation);
+                self.taken_over(Held::Claim(id));
             }
             let row = self.db.outbox_row_mut(id);
             let replaced = row.lease.replace((actor, incarnation, until));

@@ -23,7 +23,7 @@ impl World {
         let now = self.now;
         let (actor, incarnation) = self.worker_holder();
         let message = job.delivery.message;
-        self.taken_over(Held::Message(message), actor, incarnation);
+        self.taken_over(Held::Message(message));
         let hash = job.delivery.payload_sha256;
         let lease = Some(InboxLease {
             holder: actor,

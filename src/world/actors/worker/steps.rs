@@ -270,7 +270,7 @@ impl World {
         let replaced = self.db.task(task).lease;
         self.touched.leases.push((task, replaced));
         self.db.set_lease(task, Some(lease));
-        self.taken_over(Held::TaskLease(task), holder, incarnation);
+        self.taken_over(Held::TaskLease(task));
     }
 
     /// Drops `task`'s lease (its attempt ended, or a human owns it now),
