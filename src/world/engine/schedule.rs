@@ -374,6 +374,11 @@ mod tests {
     use super::*;
     use std::collections::BinaryHeap;
 
+    /// Every wake left, popped in order.
+    fn popped(schedule: &mut Schedule) -> Vec<(u64, Wake)> {
+        std::iter::from_fn(|| schedule.pop()).collect()
+    }
+
     /// Taking any entry leaves the others in pop order, and pushes after
     /// it (at or after the time it moved to) still pop in order.
     #[test]
@@ -393,12 +398,8 @@ mod tests {
         assert_eq!(order, [1, 3, 0, 4, 2]);
         assert_eq!(schedule.take(3, 0), (70, Wake::Issue(4)));
         schedule.push(70, Wake::Issue(5));
-        let mut popped = Vec::new();
-        while let Some(entry) = schedule.pop() {
-            popped.push(entry);
-        }
         assert_eq!(
-            popped,
+            popped(&mut schedule),
             [
                 (1, Wake::Issue(1)),
                 (1, Wake::Issue(3)),
@@ -426,12 +427,8 @@ mod tests {
         assert!(schedule.remove(far, Wake::Issue(3)));
         assert!(schedule.remove(far + 1, Wake::Issue(4)));
         schedule.push(far - 1, Wake::Issue(6));
-        let mut popped = Vec::new();
-        while let Some(entry) = schedule.pop() {
-            popped.push(entry);
-        }
         assert_eq!(
-            popped,
+            popped(&mut schedule),
             [
                 (3, Wake::Issue(1)),
                 (9, Wake::Issue(5)),
